@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages tita needs to build, test and run its demo.
+# Idempotent: asks apt only for what is missing; a machine with everything
+# installed touches neither the network nor dpkg.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
+  # libraries
+  libdpdk-dev libisal-dev libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  # ns-3.37 (ns3-core needs gsl at link time)
+  libns3-dev libgsl-dev
+  # DPDK tools (dpdk-testpmd, dpdk-telemetry.py) and namespaces for AF_XDP tests
+  dpdk dpdk-dev iproute2 libxdp1 libbpf1
+  # interop checks and plots
+  tshark python3-scapy python3-matplotlib python3-numpy
+  # measurement
+  valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture; answer no.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
