@@ -1,0 +1,186 @@
+// Parsing and building whole RoCEv2 frames.
+//
+//   Ethernet [802.1Q] / IPv4 or IPv6 / UDP 4791 / BTH / ext headers / payload / pad / ICRC
+//   [/ tita telemetry trailer, outside the IP datagram]
+//
+// parse() turns a frame into a Packet view (offsets into the caller's buffer) or
+// says precisely what is wrong with it; it never reads past frame + len.
+// build_headers() + finish_frame() write a frame around payload that stays where
+// it is (zero copy); build_frame() does both into one buffer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "tita/wire/headers.h"
+#include "tita/wire/icrc.h"
+#include "tita/wire/opcode.h"
+#include "tita/wire/telemetry.h"
+
+namespace tita::wire {
+
+// A RoCE GID: an IPv6 address, or an IPv4 address mapped as ::ffff:a.b.c.d.
+struct Gid {
+  uint8_t raw[16] = {};
+
+  static Gid from_ipv4(uint32_t addr_host_order);
+  static Gid from_ipv4_bytes(const uint8_t addr[4]);
+  bool is_ipv4() const;
+  uint32_t ipv4() const;  // host order; meaningful when is_ipv4()
+  const uint8_t* ipv4_bytes() const { return raw + 12; }
+  friend bool operator==(const Gid&, const Gid&) = default;
+};
+
+enum class ParseError : uint8_t {
+  kOk = 0,
+  kTruncated,       // the frame ends before the headers it announces
+  kNotIp,           // ethertype (after an optional 802.1Q tag) is neither IPv4 nor IPv6
+  kBadIpVersion,    // IP version field disagrees with the ethertype
+  kBadIpHeader,     // IPv4 header length below 20 bytes, or a fragment
+  kBadIpChecksum,
+  kNotUdp,          // IP protocol / next header is not UDP
+  kNotRoce,         // UDP destination port is not 4791
+  kLengthMismatch,  // IP and UDP lengths disagree, or are too short for the opcode's headers and ICRC
+  kBadVersion,      // BTH transport version is not 0
+  kUnknownOpcode,   // not an RC opcode or CNP
+  kBadPadCount,     // pad on an opcode that carries no payload, or padded payload not 4-byte aligned
+  kBadIcrc,
+  kCount
+};
+std::string_view to_string(ParseError e);
+
+// A parsed frame: offsets into the caller's buffer, valid while it is.
+struct Packet {
+  const uint8_t* frame = nullptr;
+  uint32_t frame_len = 0;
+  uint16_t l3_offset = 0;       // IP header
+  uint16_t l4_offset = 0;       // UDP header
+  uint16_t bth_offset = 0;
+  uint32_t payload_offset = 0;  // first payload byte (after extension headers)
+  uint32_t payload_len = 0;     // payload bytes, without pad
+  uint32_t icrc_offset = 0;
+  uint32_t trailer_offset = 0;  // telemetry trailer, when trailer_len > 0
+  uint32_t trailer_len = 0;
+  uint8_t pad = 0;
+  uint8_t ip_version = 0;  // 4 or 6
+  uint8_t dscp = 0;
+  uint8_t ecn = 0;
+  bool has_vlan = false;
+  uint8_t pcp = 0;
+  uint16_t vid = 0;
+  const OpcodeInfo* op = nullptr;
+
+  const EthHdr& eth() const { return *reinterpret_cast<const EthHdr*>(frame); }
+  const Ipv4Hdr& ipv4() const { return *reinterpret_cast<const Ipv4Hdr*>(frame + l3_offset); }
+  const Ipv6Hdr& ipv6() const { return *reinterpret_cast<const Ipv6Hdr*>(frame + l3_offset); }
+  const UdpHdr& udp() const { return *reinterpret_cast<const UdpHdr*>(frame + l4_offset); }
+  const Bth& bth() const { return *reinterpret_cast<const Bth*>(frame + bth_offset); }
+  uint8_t opcode() const { return bth().opcode; }
+  uint32_t psn() const { return bth().psn.get(); }
+  uint32_t dest_qp() const { return bth().dest_qp.get(); }
+  Gid src_gid() const;
+  Gid dst_gid() const;
+  // Extension headers: nullptr when the opcode has none of that kind.
+  const Reth* reth() const { return ext<Reth>(kHasReth); }
+  const Aeth* aeth() const { return ext<Aeth>(kHasAeth); }
+  const ImmDt* imm() const { return ext<ImmDt>(kHasImm); }
+  const AtomicEth* atomic_eth() const { return ext<AtomicEth>(kHasAtomicEth); }
+  const AtomicAckEth* atomic_ack() const { return ext<AtomicAckEth>(kHasAtomicAckEth); }
+  const uint8_t* payload() const { return frame + payload_offset; }
+  const TelemetryHdr* telemetry() const {
+    return trailer_len ? reinterpret_cast<const TelemetryHdr*>(frame + trailer_offset) : nullptr;
+  }
+  uint32_t icrc() const { return load_le32(frame + icrc_offset); }
+
+ private:
+  template <typename T>
+  const T* ext(HeaderMask h) const {
+    return op->has(h) ? reinterpret_cast<const T*>(frame + bth_offset + ext_offset(*op, h)) : nullptr;
+  }
+};
+
+struct ParseOptions {
+  bool verify_icrc = true;
+  bool verify_ip_checksum = true;
+};
+
+// Parses `len` bytes at `frame` (starting with the Ethernet header, no FCS).
+ParseError parse(const uint8_t* frame, uint32_t len, Packet* out, ParseOptions opts = {});
+
+// Everything needed to write a frame's headers. Extension-header fields are used
+// when the opcode has that header.
+struct FrameFields {
+  // Ethernet
+  uint8_t dst_mac[6] = {};
+  uint8_t src_mac[6] = {};
+  bool vlan = false;  // add an 802.1Q tag carrying pcp (for PFC) and vid
+  uint8_t pcp = 0;
+  uint16_t vid = 0;
+  // IP: IPv4 when both GIDs are IPv4-mapped, IPv6 otherwise
+  Gid src_gid;
+  Gid dst_gid;
+  uint8_t dscp = 0;
+  uint8_t ecn = kEcnEct0;
+  uint8_t ttl = 64;  // hop limit for IPv6
+  uint16_t ip_id = 0;
+  uint32_t flow_label = 0;
+  // UDP
+  uint16_t udp_src_port = 0xc000;
+  // BTH
+  Opcode opcode = Opcode::kSendOnly;
+  bool se = false;
+  bool mig_req = false;
+  uint16_t pkey = kDefaultPkey;
+  bool fecn = false;
+  bool becn = false;
+  uint32_t dest_qp = 0;
+  bool ack_req = false;
+  uint32_t psn = 0;
+  // RETH (and the va/rkey of AtomicETH)
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+  uint32_t dma_len = 0;
+  // AETH
+  uint8_t syndrome = aeth::ack();
+  uint32_t msn = 0;
+  // ImmDt
+  uint32_t imm = 0;
+  // AtomicETH, AtomicAckETH
+  uint64_t swap_add = 0;
+  uint64_t compare = 0;
+  uint64_t orig = 0;
+};
+
+// Bytes of headers (Ethernet through extension headers) build_headers() writes.
+uint32_t header_bytes(const FrameFields& f);
+constexpr uint32_t pad_bytes(uint32_t payload_len) { return (4 - (payload_len & 3)) & 3; }
+
+// Writes Ethernet through extension headers for a packet with `payload_len` bytes
+// of payload; the IP and UDP lengths also count pad and ICRC. Returns the number of
+// bytes written, or 0 when `cap` is too small.
+uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf, uint32_t cap);
+
+// Writes pad and ICRC (pad_bytes(payload) + 4 bytes) at `tail`, for the headers
+// build_headers() wrote at `hdr` and payload that may lie anywhere.
+void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail);
+
+// A whole frame in one buffer: headers, payload copied from the segments, pad, ICRC.
+// Returns the frame length, or -ENOSPC when `cap` is too small.
+int build_frame(const FrameFields& f, std::span<const Segment> payload, uint8_t* buf, uint32_t cap);
+
+// IPv4 header checksum (RFC 1071) of `len` bytes with the checksum field as zero.
+uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len = sizeof(Ipv4Hdr));
+
+// Switch side of the telemetry trailer: appends one hop record to a frame whose
+// trailer asks for collection. Returns the new frame length; the old one when the
+// frame has no COLLECT trailer (or is not IP); sets OVERFLOW instead when the
+// trailer is full or `cap` leaves no room.
+uint32_t telemetry_push(uint8_t* frame, uint32_t len, uint32_t cap, uint32_t rate_mbps, uint32_t ts_ns,
+                        uint32_t tx_bytes, uint32_t qlen_bytes);
+
+// Offset of the first byte after the IP datagram, or 0 if the frame is not an
+// IPv4/IPv6 frame that fits in len (a cheap walk, no validation beyond bounds).
+uint32_t datagram_end(const uint8_t* frame, uint32_t len);
+
+}  // namespace tita::wire

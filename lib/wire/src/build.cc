@@ -1,0 +1,173 @@
+#include <cerrno>
+#include <cstring>
+
+#include "tita/wire/frame.h"
+
+namespace tita::wire {
+
+namespace {
+
+bool use_ipv4(const FrameFields& f) { return f.src_gid.is_ipv4() && f.dst_gid.is_ipv4(); }
+
+uint32_t l2_bytes(const FrameFields& f) { return sizeof(EthHdr) + (f.vlan ? sizeof(VlanTag) : 0); }
+
+uint32_t l3_bytes(const FrameFields& f) { return use_ipv4(f) ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr); }
+
+}  // namespace
+
+uint32_t header_bytes(const FrameFields& f) {
+  return l2_bytes(f) + l3_bytes(f) + sizeof(UdpHdr) + sizeof(Bth) + opcode_info(f.opcode).ext_bytes;
+}
+
+uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf, uint32_t cap) {
+  const OpcodeInfo& op = opcode_info(f.opcode);
+  const uint32_t hdr_len = header_bytes(f);
+  if (hdr_len > cap) return 0;
+  const uint32_t pad = op.has(kHasPayload) ? pad_bytes(payload_len) : 0;
+  const uint32_t udp_len = sizeof(UdpHdr) + sizeof(Bth) + op.ext_bytes + payload_len + pad + kIcrcBytes;
+  uint8_t* p = buf;
+
+  auto* eth = reinterpret_cast<EthHdr*>(p);
+  std::memcpy(eth->dst, f.dst_mac, 6);
+  std::memcpy(eth->src, f.src_mac, 6);
+  const bool v4 = use_ipv4(f);
+  const uint16_t l3_type = v4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
+  p += sizeof(EthHdr);
+  if (f.vlan) {
+    eth->ethertype.set(kEtherTypeVlan);
+    auto* tag = reinterpret_cast<VlanTag*>(p);
+    tag->set(f.pcp, f.vid);
+    tag->ethertype.set(l3_type);
+    p += sizeof(VlanTag);
+  } else {
+    eth->ethertype.set(l3_type);
+  }
+
+  if (v4) {
+    auto* ip = reinterpret_cast<Ipv4Hdr*>(p);
+    ip->version_ihl = 0x45;
+    ip->set_tos(f.dscp, f.ecn);
+    ip->total_len.set(static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len));
+    ip->id.set(f.ip_id);
+    ip->frag.set(0x4000);  // don't fragment
+    ip->ttl = f.ttl;
+    ip->protocol = kIpProtoUdp;
+    std::memcpy(ip->src, f.src_gid.ipv4_bytes(), 4);
+    std::memcpy(ip->dst, f.dst_gid.ipv4_bytes(), 4);
+    ip->checksum.set(ipv4_checksum(*ip));
+    p += sizeof(Ipv4Hdr);
+  } else {
+    auto* ip = reinterpret_cast<Ipv6Hdr*>(p);
+    ip->set(static_cast<uint8_t>(f.dscp << 2 | (f.ecn & 3)), f.flow_label);
+    ip->payload_len.set(static_cast<uint16_t>(udp_len));
+    ip->next_header = kIpProtoUdp;
+    ip->hop_limit = f.ttl;
+    std::memcpy(ip->src, f.src_gid.raw, 16);
+    std::memcpy(ip->dst, f.dst_gid.raw, 16);
+    p += sizeof(Ipv6Hdr);
+  }
+
+  auto* udp = reinterpret_cast<UdpHdr*>(p);
+  udp->src_port.set(f.udp_src_port);
+  udp->dst_port.set(kRoceUdpPort);
+  udp->length.set(static_cast<uint16_t>(udp_len));
+  udp->checksum.set(0);
+  p += sizeof(UdpHdr);
+
+  auto* bth = reinterpret_cast<Bth*>(p);
+  bth->opcode = static_cast<uint8_t>(f.opcode);
+  bth->flags = static_cast<uint8_t>((f.se ? Bth::kSolicitedEvent : 0) | (f.mig_req ? Bth::kMigReq : 0) | pad << 4);
+  bth->pkey.set(f.pkey);
+  bth->fecn_becn = static_cast<uint8_t>((f.fecn ? Bth::kFecn : 0) | (f.becn ? Bth::kBecn : 0));
+  bth->dest_qp.set(f.dest_qp);
+  bth->ack_req = f.ack_req ? Bth::kAckReq : 0;
+  bth->psn.set(f.psn);
+  p += sizeof(Bth);
+
+  // Extension headers in table order; each branch writes one and advances.
+  if (op.has(kHasReth)) {
+    auto* h = reinterpret_cast<Reth*>(p);
+    h->va.set(f.va);
+    h->rkey.set(f.rkey);
+    h->dma_len.set(f.dma_len);
+    p += sizeof(Reth);
+  }
+  if (op.has(kHasAtomicEth)) {
+    auto* h = reinterpret_cast<AtomicEth*>(p);
+    h->va.set(f.va);
+    h->rkey.set(f.rkey);
+    h->swap_add.set(f.swap_add);
+    h->compare.set(f.compare);
+    p += sizeof(AtomicEth);
+  }
+  if (op.has(kHasAeth)) {
+    auto* h = reinterpret_cast<Aeth*>(p);
+    h->syndrome = f.syndrome;
+    h->msn.set(f.msn);
+    p += sizeof(Aeth);
+  }
+  if (op.has(kHasAtomicAckEth)) {
+    reinterpret_cast<AtomicAckEth*>(p)->orig.set(f.orig);
+    p += sizeof(AtomicAckEth);
+  }
+  if (op.has(kHasImm)) {
+    reinterpret_cast<ImmDt*>(p)->imm.set(f.imm);
+    p += sizeof(ImmDt);
+  }
+  if (op.has(kHasCnpBody)) {
+    std::memset(p, 0, sizeof(CnpBody));
+    p += sizeof(CnpBody);
+  }
+  return hdr_len;
+}
+
+void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail) {
+  // Find the IP header and BTH in headers that build_headers() wrote.
+  const bool vlan = reinterpret_cast<const EthHdr*>(hdr)->ethertype.get() == kEtherTypeVlan;
+  const uint32_t l3 = sizeof(EthHdr) + (vlan ? sizeof(VlanTag) : 0);
+  const uint32_t ip_len = (hdr[l3] >> 4) == 6 ? sizeof(Ipv6Hdr) : (hdr[l3] & 0x0fu) * 4u;
+  const uint32_t pad = reinterpret_cast<const Bth*>(hdr + l3 + ip_len + sizeof(UdpHdr))->pad_count();
+  std::memset(tail, 0, pad);
+  // Headers, then each payload segment where it lies, then the pad: no gathering.
+  const uint32_t crc = crc32(icrc_compute(hdr + l3, hdr_len - l3, payload), tail, pad);
+  store_le32(tail + pad, crc);
+}
+
+int build_frame(const FrameFields& f, std::span<const Segment> payload, uint8_t* buf, uint32_t cap) {
+  uint32_t payload_len = 0;
+  for (const Segment& s : payload) payload_len += s.len;
+  const uint32_t hdr_len = header_bytes(f);
+  const uint32_t total = hdr_len + payload_len + pad_bytes(payload_len) + kIcrcBytes;
+  if (total > cap || build_headers(f, payload_len, buf, cap) != hdr_len) return -ENOSPC;
+  uint8_t* p = buf + hdr_len;
+  for (const Segment& s : payload) {
+    std::memcpy(p, s.data, s.len);
+    p += s.len;
+  }
+  // The payload is now contiguous with the headers: one span for the ICRC.
+  finish_frame(buf, hdr_len + payload_len, {}, p);
+  return static_cast<int>(total);
+}
+
+uint32_t telemetry_push(uint8_t* frame, uint32_t len, uint32_t cap, uint32_t rate_mbps, uint32_t ts_ns,
+                        uint32_t tx_bytes, uint32_t qlen_bytes) {
+  const uint32_t end = datagram_end(frame, len);
+  if (end == 0) return len;
+  const TelemetryHdr* found = telemetry_at(frame + end, len - end);
+  if (found == nullptr || !found->collect() || found->echo()) return len;
+  auto* t = const_cast<TelemetryHdr*>(found);
+  const int hops = t->hops();
+  if (hops >= kMaxTelemetryHops || len + sizeof(TelemetryHop) > cap) {
+    t->flags_hops |= TelemetryHdr::kOverflow;
+    return len;
+  }
+  auto* hop = reinterpret_cast<TelemetryHop*>(frame + len);
+  hop->rate_mbps.set(rate_mbps);
+  hop->ts_ns.set(ts_ns);
+  hop->tx_bytes.set(tx_bytes);
+  hop->qlen_bytes.set(qlen_bytes);
+  t->flags_hops = static_cast<uint8_t>((t->flags_hops & ~TelemetryHdr::kHopMask) | (hops + 1));
+  return len + sizeof(TelemetryHop);
+}
+
+}  // namespace tita::wire

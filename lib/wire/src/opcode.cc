@@ -1,0 +1,78 @@
+#include "tita/wire/opcode.h"
+
+#include <array>
+
+#include "tita/wire/headers.h"
+
+namespace tita::wire {
+namespace {
+
+constexpr uint8_t ext_bytes_of(uint16_t headers) {
+  uint8_t n = 0;
+  if (headers & kHasReth) n += sizeof(Reth);
+  if (headers & kHasAtomicEth) n += sizeof(AtomicEth);
+  if (headers & kHasAeth) n += sizeof(Aeth);
+  if (headers & kHasAtomicAckEth) n += sizeof(AtomicAckEth);
+  if (headers & kHasImm) n += sizeof(ImmDt);
+  if (headers & kHasCnpBody) n += sizeof(CnpBody);
+  return n;
+}
+
+constexpr OpcodeInfo entry(std::string_view name, uint16_t headers, Kind kind, Position position) {
+  return OpcodeInfo{name, headers, kind, position, ext_bytes_of(headers)};
+}
+
+constexpr std::array<OpcodeInfo, 256> make_table() {
+  std::array<OpcodeInfo, 256> t{};
+  for (auto& e : t) e = entry("unknown", 0, Kind::kInvalid, Position::kNone);
+  auto set = [&t](Opcode op, OpcodeInfo info) { t[static_cast<uint8_t>(op)] = info; };
+  using enum Opcode;
+  using P = Position;
+  using K = Kind;
+  set(kSendFirst, entry("RC SEND First", kHasPayload, K::kSend, P::kFirst));
+  set(kSendMiddle, entry("RC SEND Middle", kHasPayload, K::kSend, P::kMiddle));
+  set(kSendLast, entry("RC SEND Last", kHasPayload, K::kSend, P::kLast));
+  set(kSendLastImm, entry("RC SEND Last with Immediate", kHasImm | kHasPayload, K::kSend, P::kLast));
+  set(kSendOnly, entry("RC SEND Only", kHasPayload, K::kSend, P::kOnly));
+  set(kSendOnlyImm, entry("RC SEND Only with Immediate", kHasImm | kHasPayload, K::kSend, P::kOnly));
+  set(kWriteFirst, entry("RC RDMA WRITE First", kHasReth | kHasPayload, K::kWrite, P::kFirst));
+  set(kWriteMiddle, entry("RC RDMA WRITE Middle", kHasPayload, K::kWrite, P::kMiddle));
+  set(kWriteLast, entry("RC RDMA WRITE Last", kHasPayload, K::kWrite, P::kLast));
+  set(kWriteLastImm, entry("RC RDMA WRITE Last with Immediate", kHasImm | kHasPayload, K::kWrite, P::kLast));
+  set(kWriteOnly, entry("RC RDMA WRITE Only", kHasReth | kHasPayload, K::kWrite, P::kOnly));
+  set(kWriteOnlyImm,
+      entry("RC RDMA WRITE Only with Immediate", kHasReth | kHasImm | kHasPayload, K::kWrite, P::kOnly));
+  set(kReadRequest, entry("RC RDMA READ Request", kHasReth, K::kReadRequest, P::kOnly));
+  set(kReadResponseFirst,
+      entry("RC RDMA READ Response First", kHasAeth | kHasPayload, K::kReadResponse, P::kFirst));
+  set(kReadResponseMiddle, entry("RC RDMA READ Response Middle", kHasPayload, K::kReadResponse, P::kMiddle));
+  set(kReadResponseLast, entry("RC RDMA READ Response Last", kHasAeth | kHasPayload, K::kReadResponse, P::kLast));
+  set(kReadResponseOnly, entry("RC RDMA READ Response Only", kHasAeth | kHasPayload, K::kReadResponse, P::kOnly));
+  set(kAck, entry("RC Acknowledge", kHasAeth, K::kAck, P::kOnly));
+  set(kAtomicAck, entry("RC ATOMIC Acknowledge", kHasAeth | kHasAtomicAckEth, K::kAtomicAck, P::kOnly));
+  set(kCompareSwap, entry("RC CmpSwap", kHasAtomicEth, K::kAtomic, P::kOnly));
+  set(kFetchAdd, entry("RC FetchAdd", kHasAtomicEth, K::kAtomic, P::kOnly));
+  set(kCnp, entry("CNP", kHasCnpBody, K::kCnp, P::kOnly));
+  return t;
+}
+
+constexpr std::array<OpcodeInfo, 256> kTable = make_table();
+
+static_assert(kTable[0x0b].ext_bytes == 20);  // WRITE Only with Immediate: RETH + ImmDt
+static_assert(kTable[0x12].ext_bytes == 12);  // Atomic ACK: AETH + AtomicAckETH
+static_assert(kTable[0x81].ext_bytes == 16);
+
+}  // namespace
+
+const OpcodeInfo& opcode_info(uint8_t opcode) { return kTable[opcode]; }
+
+uint32_t ext_offset(const OpcodeInfo& info, HeaderMask h) {
+  // Headers appear in HeaderMask bit order; sum the sizes of those before h.
+  uint32_t off = sizeof(Bth);
+  for (uint16_t bit = 1; bit < h; bit <<= 1) {
+    if (info.headers & bit) off += ext_bytes_of(bit);
+  }
+  return off;
+}
+
+}  // namespace tita::wire

@@ -1,0 +1,215 @@
+#include <cstring>
+
+#include "tita/wire/frame.h"
+
+namespace tita::wire {
+
+std::string_view to_string(ParseError e) {
+  switch (e) {
+    case ParseError::kOk: return "ok";
+    case ParseError::kTruncated: return "truncated";
+    case ParseError::kNotIp: return "not IP";
+    case ParseError::kBadIpVersion: return "bad IP version";
+    case ParseError::kBadIpHeader: return "bad IP header";
+    case ParseError::kBadIpChecksum: return "bad IP checksum";
+    case ParseError::kNotUdp: return "not UDP";
+    case ParseError::kNotRoce: return "not UDP port 4791";
+    case ParseError::kLengthMismatch: return "length mismatch";
+    case ParseError::kBadVersion: return "bad BTH version";
+    case ParseError::kUnknownOpcode: return "unknown opcode";
+    case ParseError::kBadPadCount: return "bad pad count";
+    case ParseError::kBadIcrc: return "bad ICRC";
+    case ParseError::kCount: break;
+  }
+  return "invalid";
+}
+
+Gid Gid::from_ipv4(uint32_t addr) {
+  Gid g;
+  g.raw[10] = g.raw[11] = 0xff;
+  g.raw[12] = static_cast<uint8_t>(addr >> 24);
+  g.raw[13] = static_cast<uint8_t>(addr >> 16);
+  g.raw[14] = static_cast<uint8_t>(addr >> 8);
+  g.raw[15] = static_cast<uint8_t>(addr);
+  return g;
+}
+
+Gid Gid::from_ipv4_bytes(const uint8_t addr[4]) {
+  Gid g;
+  g.raw[10] = g.raw[11] = 0xff;
+  std::memcpy(g.raw + 12, addr, 4);
+  return g;
+}
+
+bool Gid::is_ipv4() const {
+  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(raw, kPrefix, sizeof kPrefix) == 0;
+}
+
+uint32_t Gid::ipv4() const {
+  return uint32_t{raw[12]} << 24 | uint32_t{raw[13]} << 16 | uint32_t{raw[14]} << 8 | raw[15];
+}
+
+Gid Packet::src_gid() const {
+  if (ip_version == 6) {
+    Gid g;
+    std::memcpy(g.raw, ipv6().src, 16);
+    return g;
+  }
+  return Gid::from_ipv4_bytes(ipv4().src);
+}
+
+Gid Packet::dst_gid() const {
+  if (ip_version == 6) {
+    Gid g;
+    std::memcpy(g.raw, ipv6().dst, 16);
+    return g;
+  }
+  return Gid::from_ipv4_bytes(ipv4().dst);
+}
+
+uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&ip);
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i + 1 < len; i += 2) {
+    if (i == 10) continue;  // the checksum field itself counts as zero
+    sum += uint32_t{p[i]} << 8 | p[i + 1];
+  }
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+namespace {
+
+// Ethernet and the optional 802.1Q tag: sets the L3 offset and ethertype.
+ParseError parse_l2(const uint8_t* frame, uint32_t len, Packet* p, uint16_t* ethertype) {
+  if (len < sizeof(EthHdr)) [[unlikely]] return ParseError::kTruncated;
+  const auto& eth = *reinterpret_cast<const EthHdr*>(frame);
+  *ethertype = eth.ethertype.get();
+  p->l3_offset = sizeof(EthHdr);
+  if (*ethertype == kEtherTypeVlan) {
+    if (len < sizeof(EthHdr) + sizeof(VlanTag)) [[unlikely]] return ParseError::kTruncated;
+    const auto& tag = *reinterpret_cast<const VlanTag*>(frame + sizeof(EthHdr));
+    p->has_vlan = true;
+    p->pcp = tag.pcp();
+    p->vid = tag.vid();
+    *ethertype = tag.ethertype.get();
+    p->l3_offset += sizeof(VlanTag);
+  }
+  if (*ethertype != kEtherTypeIpv4 && *ethertype != kEtherTypeIpv6) [[unlikely]] return ParseError::kNotIp;
+  return ParseError::kOk;
+}
+
+// IPv4 or IPv6 up to the UDP header; sets the L4 offset and the end of the datagram.
+ParseError parse_l3(const uint8_t* frame, uint32_t len, uint16_t ethertype, Packet* p, uint32_t* datagram_end,
+                    const ParseOptions& opts) {
+  const uint32_t l3 = p->l3_offset;
+  if (len < l3 + 1) [[unlikely]] return ParseError::kTruncated;
+  const uint8_t version = frame[l3] >> 4;
+  if (ethertype == kEtherTypeIpv4) {
+    if (version != 4) [[unlikely]] return ParseError::kBadIpVersion;
+    if (len < l3 + sizeof(Ipv4Hdr)) [[unlikely]] return ParseError::kTruncated;
+    const auto& ip = *reinterpret_cast<const Ipv4Hdr*>(frame + l3);
+    const uint32_t ihl = ip.header_bytes();
+    if (ihl < sizeof(Ipv4Hdr) || ip.is_fragment()) [[unlikely]] return ParseError::kBadIpHeader;
+    if (len < l3 + ihl) [[unlikely]] return ParseError::kTruncated;
+    if (opts.verify_ip_checksum && ipv4_checksum(ip, ihl) != ip.checksum.get()) [[unlikely]] {
+      return ParseError::kBadIpChecksum;
+    }
+    if (ip.protocol != kIpProtoUdp) [[unlikely]] return ParseError::kNotUdp;
+    const uint32_t total = ip.total_len.get();
+    if (total < ihl + sizeof(UdpHdr)) [[unlikely]] return ParseError::kLengthMismatch;
+    if (len < l3 + total) [[unlikely]] return ParseError::kTruncated;
+    p->ip_version = 4;
+    p->dscp = ip.dscp();
+    p->ecn = ip.ecn();
+    p->l4_offset = static_cast<uint16_t>(l3 + ihl);
+    *datagram_end = l3 + total;
+  } else {
+    if (version != 6) [[unlikely]] return ParseError::kBadIpVersion;
+    if (len < l3 + sizeof(Ipv6Hdr)) [[unlikely]] return ParseError::kTruncated;
+    const auto& ip = *reinterpret_cast<const Ipv6Hdr*>(frame + l3);
+    if (ip.next_header != kIpProtoUdp) [[unlikely]] return ParseError::kNotUdp;
+    const uint32_t payload = ip.payload_len.get();
+    if (payload < sizeof(UdpHdr)) [[unlikely]] return ParseError::kLengthMismatch;
+    if (len < l3 + sizeof(Ipv6Hdr) + payload) [[unlikely]] return ParseError::kTruncated;
+    p->ip_version = 6;
+    p->dscp = ip.traffic_class() >> 2;
+    p->ecn = ip.traffic_class() & 3;
+    p->l4_offset = static_cast<uint16_t>(l3 + sizeof(Ipv6Hdr));
+    *datagram_end = l3 + sizeof(Ipv6Hdr) + payload;
+  }
+  return ParseError::kOk;
+}
+
+}  // namespace
+
+ParseError parse(const uint8_t* frame, uint32_t len, Packet* p, ParseOptions opts) {
+  *p = Packet{};
+  p->frame = frame;
+  p->frame_len = len;
+
+  uint16_t ethertype;
+  if (ParseError e = parse_l2(frame, len, p, &ethertype); e != ParseError::kOk) [[unlikely]] return e;
+  uint32_t end;
+  if (ParseError e = parse_l3(frame, len, ethertype, p, &end, opts); e != ParseError::kOk) [[unlikely]] return e;
+
+  // UDP: the datagram (checked to fit in the frame) must hold exactly the UDP length.
+  const auto& udp = *reinterpret_cast<const UdpHdr*>(frame + p->l4_offset);
+  if (udp.dst_port.get() != kRoceUdpPort) [[unlikely]] return ParseError::kNotRoce;
+  const uint32_t udp_len = udp.length.get();
+  if (udp_len != end - p->l4_offset) [[unlikely]] return ParseError::kLengthMismatch;
+
+  // BTH and the opcode's extension headers.
+  p->bth_offset = static_cast<uint16_t>(p->l4_offset + sizeof(UdpHdr));
+  if (udp_len < sizeof(UdpHdr) + sizeof(Bth) + kIcrcBytes) [[unlikely]] return ParseError::kLengthMismatch;
+  const Bth& bth = p->bth();
+  if (bth.tver() != 0) [[unlikely]] return ParseError::kBadVersion;
+  const OpcodeInfo& op = opcode_info(bth.opcode);
+  if (!op.valid()) [[unlikely]] return ParseError::kUnknownOpcode;
+  p->op = &op;
+  const uint32_t fixed = sizeof(UdpHdr) + sizeof(Bth) + op.ext_bytes + kIcrcBytes;
+  if (udp_len < fixed) [[unlikely]] return ParseError::kLengthMismatch;
+
+  // Payload and pad: what remains between the headers and the ICRC.
+  const uint32_t padded = udp_len - fixed;
+  p->pad = bth.pad_count();
+  if (!op.has(kHasPayload)) {
+    if (p->pad != 0) [[unlikely]] return ParseError::kBadPadCount;
+    if (padded != 0) [[unlikely]] return ParseError::kLengthMismatch;
+  } else if ((padded & 3) != 0 || p->pad > padded) [[unlikely]] {
+    return ParseError::kBadPadCount;
+  }
+  p->payload_offset = p->bth_offset + sizeof(Bth) + op.ext_bytes;
+  p->payload_len = padded - p->pad;
+  p->icrc_offset = end - kIcrcBytes;
+
+  if (opts.verify_icrc) {
+    const uint32_t icrc = icrc_compute(frame + p->l3_offset, p->icrc_offset - p->l3_offset);
+    if (icrc != p->icrc()) [[unlikely]] return ParseError::kBadIcrc;
+  }
+
+  if (telemetry_at(frame + end, len - end) != nullptr) {
+    p->trailer_offset = end;
+    p->trailer_len = len - end;
+  }
+  return ParseError::kOk;
+}
+
+uint32_t datagram_end(const uint8_t* frame, uint32_t len) {
+  Packet p;
+  uint16_t ethertype;
+  if (parse_l2(frame, len, &p, &ethertype) != ParseError::kOk) return 0;
+  const uint32_t l3 = p.l3_offset;
+  uint32_t end;
+  if (ethertype == kEtherTypeIpv4) {
+    if (len < l3 + sizeof(Ipv4Hdr)) return 0;
+    end = l3 + reinterpret_cast<const Ipv4Hdr*>(frame + l3)->total_len.get();
+  } else {
+    if (len < l3 + sizeof(Ipv6Hdr)) return 0;
+    end = l3 + sizeof(Ipv6Hdr) + reinterpret_cast<const Ipv6Hdr*>(frame + l3)->payload_len.get();
+  }
+  return end <= len ? end : 0;
+}
+
+}  // namespace tita::wire
