@@ -348,7 +348,7 @@ TEST(Telemetry, SwitchesAppendHopsOutsideTheDatagram) {
     len = telemetry_push(frame.data(), len, static_cast<uint32_t>(frame.size()), 100'000, 1000 * hop, 5000 + hop,
                          80 * hop);
   }
-  ASSERT_EQ(len, datagram + kMaxTelemetryBytes);
+  ASSERT_EQ(len, datagram + telemetry_bytes(kMaxTelemetryHops));
   Packet p;
   ASSERT_EQ(parse(frame.data(), len, &p), ParseError::kOk);  // ICRC untouched
   const TelemetryHdr* t = p.telemetry();
@@ -370,13 +370,29 @@ TEST(Telemetry, EchoTrailersAndPaddingAreLeftAlone) {
   const size_t datagram = frame.size();
   frame.resize(datagram + 64);
   const uint32_t len = static_cast<uint32_t>(datagram) +
-                       telemetry_write(frame.data() + datagram, TelemetryHdr::kEcho, 42, 3);
+                       telemetry_write(frame.data() + datagram, TelemetryHdr::kEcho, 42, 3, 4);
   EXPECT_EQ(telemetry_push(frame.data(), len, 200, 1, 2, 3, 4), len);
   Packet p;
   ASSERT_EQ(parse(frame.data(), len, &p), ParseError::kOk);
   ASSERT_NE(p.telemetry(), nullptr);
   EXPECT_TRUE(p.telemetry()->echo());
-  EXPECT_EQ(p.telemetry()->ce_packets.get(), 3);
+  EXPECT_EQ(p.telemetry()->ce_packets, 3);
+  EXPECT_EQ(p.telemetry()->path_hops, 4);
+
+  // A selective-repeat NAK's trailer carries the out-of-order PSN before any hops.
+  auto nak = build(fields(Opcode::kAck), {});
+  const size_t nak_end = nak.size();
+  nak.resize(nak_end + telemetry_bytes(1, true));
+  uint8_t* t = nak.data() + nak_end;
+  telemetry_write(t, TelemetryHdr::kEcho, 7);
+  t[1] |= TelemetryHdr::kSack | 1;
+  reinterpret_cast<TelemetrySack*>(t + sizeof(TelemetryHdr))->psn.set(0xabcdef);
+  reinterpret_cast<TelemetryHop*>(t + sizeof(TelemetryHdr) + sizeof(TelemetrySack))->qlen_bytes.set(99);
+  ASSERT_EQ(parse(nak.data(), static_cast<uint32_t>(nak.size()), &p), ParseError::kOk);
+  ASSERT_NE(p.telemetry(), nullptr);
+  ASSERT_NE(telemetry_sack(p.telemetry()), nullptr);
+  EXPECT_EQ(telemetry_sack(p.telemetry())->psn.get(), 0xabcdefu);
+  EXPECT_EQ(telemetry_hops(p.telemetry())[0].qlen_bytes.get(), 99u);
 
   // Ethernet padding after a short frame is not a trailer, and not an error.
   auto padded = build(fields(Opcode::kSendOnly), {});

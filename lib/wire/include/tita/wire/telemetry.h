@@ -9,7 +9,8 @@
 //   data packet, sender  -> [hdr: COLLECT, ts = sender clock]
 //   each switch, dequeue -> appends one 16-byte hop record, hop count + 1
 //   ACK, receiver        -> [hdr: ECHO, ts and hops copied from the data packet,
-//                            ce_packets = CE-marked packets this ACK covers]
+//                            ce_packets = CE-marked packets this ACK covers,
+//                            path_hops = routers it crossed; SACK on NAKs]
 //
 // Switches push only onto COLLECT trailers; ECHO trailers pass through unchanged.
 // A full trailer (kMaxTelemetryHops) gets OVERFLOW set instead of another record.
@@ -30,19 +31,28 @@ struct TelemetryHdr {
   static constexpr uint8_t kEcho = 0x80;
   static constexpr uint8_t kCollect = 0x40;
   static constexpr uint8_t kOverflow = 0x20;
+  static constexpr uint8_t kSack = 0x10;
   static constexpr uint8_t kHopMask = 0x0f;
 
   uint8_t magic;
-  uint8_t flags_hops;  // ECHO, COLLECT, OVERFLOW, reserved, 4-bit hop count
-  be16 ce_packets;     // ECHO: CE-marked data packets covered by this ACK (saturating)
+  uint8_t flags_hops;  // ECHO, COLLECT, OVERFLOW, SACK, 4-bit hop record count
+  uint8_t ce_packets;  // ECHO: CE-marked data packets covered by this ACK (saturating)
+  uint8_t path_hops;   // ECHO: routers the echoed data packet crossed (from its TTL); 0 = unknown
   be32 ts_ns;          // COLLECT: sender clock at transmit; ECHO: that value, echoed
 
   uint8_t hops() const { return flags_hops & kHopMask; }
   bool echo() const { return flags_hops & kEcho; }
   bool collect() const { return flags_hops & kCollect; }
   bool overflow() const { return flags_hops & kOverflow; }
+  bool has_sack() const { return flags_hops & kSack; }
 };
 static_assert(sizeof(TelemetryHdr) == 8 && alignof(TelemetryHdr) == 1);
+
+// ECHO on a selective-repeat NAK: the out-of-order PSN whose arrival triggered it.
+struct TelemetrySack {
+  be32 psn;  // low 24 bits
+};
+static_assert(sizeof(TelemetrySack) == 4 && alignof(TelemetrySack) == 1);
 
 // One switch egress port, recorded at dequeue. Counters wrap at 2^32.
 struct TelemetryHop {
@@ -53,29 +63,37 @@ struct TelemetryHop {
 };
 static_assert(sizeof(TelemetryHop) == 16 && alignof(TelemetryHop) == 1);
 
-constexpr uint32_t telemetry_bytes(int hops) {
-  return static_cast<uint32_t>(sizeof(TelemetryHdr) + hops * sizeof(TelemetryHop));
+constexpr uint32_t telemetry_bytes(int hops, bool sack = false) {
+  return static_cast<uint32_t>(sizeof(TelemetryHdr) + (sack ? sizeof(TelemetrySack) : 0) +
+                               hops * sizeof(TelemetryHop));
 }
-inline constexpr uint32_t kMaxTelemetryBytes = telemetry_bytes(kMaxTelemetryHops);
+inline constexpr uint32_t kMaxTelemetryBytes = telemetry_bytes(kMaxTelemetryHops, true);
 
 // Whether `len` bytes at `p` (everything after the IP datagram) are a trailer.
 inline const TelemetryHdr* telemetry_at(const uint8_t* p, uint32_t len) {
   if (len < sizeof(TelemetryHdr) || p[0] != kTelemetryMagic) return nullptr;
   const auto* h = reinterpret_cast<const TelemetryHdr*>(p);
-  if (h->hops() > kMaxTelemetryHops || telemetry_bytes(h->hops()) != len) return nullptr;
+  if (h->hops() > kMaxTelemetryHops || telemetry_bytes(h->hops(), h->has_sack()) != len) return nullptr;
   return h;
 }
 
-inline const TelemetryHop* telemetry_hops(const TelemetryHdr* h) {
-  return reinterpret_cast<const TelemetryHop*>(h + 1);
+inline const TelemetrySack* telemetry_sack(const TelemetryHdr* h) {
+  return h->has_sack() ? reinterpret_cast<const TelemetrySack*>(h + 1) : nullptr;
 }
 
-// Writes an empty trailer at p; returns its length.
-inline uint32_t telemetry_write(uint8_t* p, uint8_t flags, uint32_t ts_ns, uint16_t ce_packets = 0) {
+inline const TelemetryHop* telemetry_hops(const TelemetryHdr* h) {
+  return reinterpret_cast<const TelemetryHop*>(reinterpret_cast<const uint8_t*>(h + 1) +
+                                               (h->has_sack() ? sizeof(TelemetrySack) : 0));
+}
+
+// Writes a trailer header at p with no hop records; returns its length.
+inline uint32_t telemetry_write(uint8_t* p, uint8_t flags, uint32_t ts_ns, uint8_t ce_packets = 0,
+                                uint8_t path_hops = 0) {
   auto* h = reinterpret_cast<TelemetryHdr*>(p);
   h->magic = kTelemetryMagic;
-  h->flags_hops = static_cast<uint8_t>(flags & ~TelemetryHdr::kHopMask);
-  h->ce_packets.set(ce_packets);
+  h->flags_hops = static_cast<uint8_t>(flags & ~(TelemetryHdr::kHopMask | TelemetryHdr::kSack));
+  h->ce_packets = ce_packets;
+  h->path_hops = path_hops;
   h->ts_ns.set(ts_ns);
   return sizeof(TelemetryHdr);
 }
