@@ -102,7 +102,7 @@ TEST(Frame, EveryOpcodeRoundTripsIpv4Ipv6AndVlan) {
           EXPECT_EQ(p.psn(), 0xfffffeu);
           EXPECT_TRUE(p.bth().ack_requested());
           ASSERT_EQ(p.payload_len, n);
-          EXPECT_EQ(0, std::memcmp(p.payload(), payload.data(), n));
+          if (n > 0) EXPECT_EQ(0, std::memcmp(p.payload(), payload.data(), n));
           EXPECT_EQ(p.pad, pad_bytes(n));
           EXPECT_EQ(p.reth() != nullptr, info.has(kHasReth));
           if (const Reth* r = p.reth()) {
