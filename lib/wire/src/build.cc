@@ -7,84 +7,17 @@ namespace tita::wire {
 
 namespace {
 
-bool use_ipv4(const FrameFields& f) { return f.src_gid.is_ipv4() && f.dst_gid.is_ipv4(); }
+bool use_ipv4(const PathFields& f) { return f.src_gid.is_ipv4() && f.dst_gid.is_ipv4(); }
 
-uint32_t l2_bytes(const FrameFields& f) { return sizeof(EthHdr) + (f.vlan ? sizeof(VlanTag) : 0); }
-
-uint32_t l3_bytes(const FrameFields& f) { return use_ipv4(f) ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr); }
-
-}  // namespace
-
-uint32_t header_bytes(const FrameFields& f) {
-  return l2_bytes(f) + l3_bytes(f) + sizeof(UdpHdr) + sizeof(Bth) + opcode_info(f.opcode).ext_bytes;
+// Folds a one's-complement sum to 16 bits.
+uint32_t fold(uint32_t sum) {
+  sum = (sum & 0xffff) + (sum >> 16);
+  return (sum & 0xffff) + (sum >> 16);
 }
 
-uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf, uint32_t cap) {
-  const OpcodeInfo& op = opcode_info(f.opcode);
-  const uint32_t hdr_len = header_bytes(f);
-  if (hdr_len > cap) return 0;
-  const uint32_t pad = op.has(kHasPayload) ? pad_bytes(payload_len) : 0;
-  const uint32_t udp_len = sizeof(UdpHdr) + sizeof(Bth) + op.ext_bytes + payload_len + pad + kIcrcBytes;
-  uint8_t* p = buf;
-
-  auto* eth = reinterpret_cast<EthHdr*>(p);
-  std::memcpy(eth->dst, f.dst_mac, 6);
-  std::memcpy(eth->src, f.src_mac, 6);
-  const bool v4 = use_ipv4(f);
-  const uint16_t l3_type = v4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
-  p += sizeof(EthHdr);
-  if (f.vlan) {
-    eth->ethertype.set(kEtherTypeVlan);
-    auto* tag = reinterpret_cast<VlanTag*>(p);
-    tag->set(f.pcp, f.vid);
-    tag->ethertype.set(l3_type);
-    p += sizeof(VlanTag);
-  } else {
-    eth->ethertype.set(l3_type);
-  }
-
-  if (v4) {
-    auto* ip = reinterpret_cast<Ipv4Hdr*>(p);
-    ip->version_ihl = 0x45;
-    ip->set_tos(f.dscp, f.ecn);
-    ip->total_len.set(static_cast<uint16_t>(sizeof(Ipv4Hdr) + udp_len));
-    ip->id.set(f.ip_id);
-    ip->frag.set(0x4000);  // don't fragment
-    ip->ttl = f.ttl;
-    ip->protocol = kIpProtoUdp;
-    std::memcpy(ip->src, f.src_gid.ipv4_bytes(), 4);
-    std::memcpy(ip->dst, f.dst_gid.ipv4_bytes(), 4);
-    ip->checksum.set(ipv4_checksum(*ip));
-    p += sizeof(Ipv4Hdr);
-  } else {
-    auto* ip = reinterpret_cast<Ipv6Hdr*>(p);
-    ip->set(static_cast<uint8_t>(f.dscp << 2 | (f.ecn & 3)), f.flow_label);
-    ip->payload_len.set(static_cast<uint16_t>(udp_len));
-    ip->next_header = kIpProtoUdp;
-    ip->hop_limit = f.ttl;
-    std::memcpy(ip->src, f.src_gid.raw, 16);
-    std::memcpy(ip->dst, f.dst_gid.raw, 16);
-    p += sizeof(Ipv6Hdr);
-  }
-
-  auto* udp = reinterpret_cast<UdpHdr*>(p);
-  udp->src_port.set(f.udp_src_port);
-  udp->dst_port.set(kRoceUdpPort);
-  udp->length.set(static_cast<uint16_t>(udp_len));
-  udp->checksum.set(0);
-  p += sizeof(UdpHdr);
-
-  auto* bth = reinterpret_cast<Bth*>(p);
-  bth->opcode = static_cast<uint8_t>(f.opcode);
-  bth->flags = static_cast<uint8_t>((f.se ? Bth::kSolicitedEvent : 0) | (f.mig_req ? Bth::kMigReq : 0) | pad << 4);
-  bth->pkey.set(f.pkey);
-  bth->fecn_becn = static_cast<uint8_t>((f.fecn ? Bth::kFecn : 0) | (f.becn ? Bth::kBecn : 0));
-  bth->dest_qp.set(f.dest_qp);
-  bth->ack_req = f.ack_req ? Bth::kAckReq : 0;
-  bth->psn.set(f.psn);
-  p += sizeof(Bth);
-
-  // Extension headers in table order; each branch writes one and advances.
+// The extension headers of `op`, in table order; returns the bytes written.
+uint32_t write_ext(const OpcodeInfo& op, const TransportFields& f, uint8_t* p) {
+  uint8_t* const start = p;
   if (op.has(kHasReth)) {
     auto* h = reinterpret_cast<Reth*>(p);
     h->va.set(f.va);
@@ -118,7 +51,104 @@ uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf,
     std::memset(p, 0, sizeof(CnpBody));
     p += sizeof(CnpBody);
   }
-  return hdr_len;
+  return static_cast<uint32_t>(p - start);
+}
+
+}  // namespace
+
+void HeaderTemplate::init(const PathFields& f) {
+  std::memset(bytes_, 0, sizeof bytes_);
+  uint8_t* p = bytes_;
+  auto* eth = reinterpret_cast<EthHdr*>(p);
+  std::memcpy(eth->dst, f.dst_mac, 6);
+  std::memcpy(eth->src, f.src_mac, 6);
+  ipv4_ = use_ipv4(f);
+  const uint16_t l3_type = ipv4_ ? kEtherTypeIpv4 : kEtherTypeIpv6;
+  p += sizeof(EthHdr);
+  if (f.vlan) {
+    eth->ethertype.set(kEtherTypeVlan);
+    auto* tag = reinterpret_cast<VlanTag*>(p);
+    tag->set(f.pcp, f.vid);
+    tag->ethertype.set(l3_type);
+    p += sizeof(VlanTag);
+  } else {
+    eth->ethertype.set(l3_type);
+  }
+  l3_offset_ = static_cast<uint8_t>(p - bytes_);
+  if (ipv4_) {
+    auto* ip = reinterpret_cast<Ipv4Hdr*>(p);
+    ip->version_ihl = 0x45;
+    ip->id.set(f.ip_id);
+    ip->frag.set(0x4000);  // don't fragment
+    ip->ttl = f.ttl;
+    ip->protocol = kIpProtoUdp;
+    std::memcpy(ip->src, f.src_gid.ipv4_bytes(), 4);
+    std::memcpy(ip->dst, f.dst_gid.ipv4_bytes(), 4);
+    // TOS and total length are per packet; everything else is summed once.
+    uint32_t sum = uint32_t{ip->version_ihl} << 8;
+    for (uint32_t i = 4; i < sizeof(Ipv4Hdr); i += 2) {
+      if (i != 10) sum += uint32_t{p[i]} << 8 | p[i + 1];
+    }
+    ip_sum_ = sum;
+    p += sizeof(Ipv4Hdr);
+  } else {
+    auto* ip = reinterpret_cast<Ipv6Hdr*>(p);
+    ip->set(static_cast<uint8_t>(f.dscp << 2), f.flow_label);
+    ip->next_header = kIpProtoUdp;
+    ip->hop_limit = f.ttl;
+    std::memcpy(ip->src, f.src_gid.raw, 16);
+    std::memcpy(ip->dst, f.dst_gid.raw, 16);
+    p += sizeof(Ipv6Hdr);
+  }
+  auto* udp = reinterpret_cast<UdpHdr*>(p);
+  udp->src_port.set(f.udp_src_port);
+  udp->dst_port.set(kRoceUdpPort);
+  p += sizeof(UdpHdr);
+  bth_offset_ = static_cast<uint8_t>(p - bytes_);
+  auto* bth = reinterpret_cast<Bth*>(p);
+  bth->pkey.set(f.pkey);
+  bth->dest_qp.set(f.dest_qp);
+  // The DSCP rides in the template's TOS byte until write() adds the ECN bits.
+  if (ipv4_) reinterpret_cast<Ipv4Hdr*>(bytes_ + l3_offset_)->tos = static_cast<uint8_t>(f.dscp << 2);
+}
+
+uint32_t HeaderTemplate::write(const TransportFields& t, uint32_t payload_len, uint8_t* out) const {
+  const OpcodeInfo& op = opcode_info(t.opcode);
+  const uint32_t pad = op.has(kHasPayload) ? pad_bytes(payload_len) : 0;
+  const uint32_t udp_len = sizeof(UdpHdr) + sizeof(Bth) + op.ext_bytes + payload_len + pad + kIcrcBytes;
+  std::memcpy(out, bytes_, bth_offset_ + sizeof(Bth));
+  uint8_t* l3 = out + l3_offset_;
+  if (ipv4_) {
+    auto* ip = reinterpret_cast<Ipv4Hdr*>(l3);
+    ip->tos = static_cast<uint8_t>((ip->tos & 0xfc) | (t.ecn & 3));
+    const uint32_t total = sizeof(Ipv4Hdr) + udp_len;
+    ip->total_len.set(static_cast<uint16_t>(total));
+    ip->checksum.set(static_cast<uint16_t>(~fold(ip_sum_ + ip->tos + total)));
+  } else {
+    auto* ip = reinterpret_cast<Ipv6Hdr*>(l3);
+    ip->version_tc_flow.set((ip->version_tc_flow.get() & ~(3u << 20)) | uint32_t{t.ecn & 3u} << 20);
+    ip->payload_len.set(static_cast<uint16_t>(udp_len));
+  }
+  reinterpret_cast<UdpHdr*>(out + bth_offset_ - sizeof(UdpHdr))->length.set(static_cast<uint16_t>(udp_len));
+  auto* bth = reinterpret_cast<Bth*>(out + bth_offset_);
+  bth->opcode = static_cast<uint8_t>(t.opcode);
+  bth->flags = static_cast<uint8_t>((t.se ? Bth::kSolicitedEvent : 0) | (t.mig_req ? Bth::kMigReq : 0) | pad << 4);
+  bth->fecn_becn = static_cast<uint8_t>((t.fecn ? Bth::kFecn : 0) | (t.becn ? Bth::kBecn : 0));
+  bth->ack_req = t.ack_req ? Bth::kAckReq : 0;
+  bth->psn.set(t.psn);
+  return bth_offset_ + sizeof(Bth) + write_ext(op, t, out + bth_offset_ + sizeof(Bth));
+}
+
+uint32_t header_bytes(const FrameFields& f) {
+  return sizeof(EthHdr) + (f.vlan ? sizeof(VlanTag) : 0) + (use_ipv4(f) ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr)) +
+         sizeof(UdpHdr) + sizeof(Bth) + opcode_info(f.opcode).ext_bytes;
+}
+
+uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf, uint32_t cap) {
+  if (header_bytes(f) > cap) return 0;
+  HeaderTemplate t;
+  t.init(f);
+  return t.write(f, payload_len, buf);
 }
 
 void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail) {

@@ -69,13 +69,13 @@ Gid Packet::dst_gid() const {
 }
 
 uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len) {
+  // RFC 1071 over 16-bit big-endian words, the checksum field (bytes 10-11) left out.
   const auto* p = reinterpret_cast<const uint8_t*>(&ip);
   uint32_t sum = 0;
-  for (uint32_t i = 0; i + 1 < len; i += 2) {
-    if (i == 10) continue;  // the checksum field itself counts as zero
-    sum += uint32_t{p[i]} << 8 | p[i + 1];
-  }
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  for (uint32_t i = 0; i < 10; i += 2) sum += uint32_t{p[i]} << 8 | p[i + 1];
+  for (uint32_t i = 12; i + 1 < len; i += 2) sum += uint32_t{p[i]} << 8 | p[i + 1];
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<uint16_t>(~sum);
 }
 

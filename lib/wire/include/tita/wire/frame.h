@@ -108,9 +108,8 @@ struct ParseOptions {
 // Parses `len` bytes at `frame` (starting with the Ethernet header, no FCS).
 ParseError parse(const uint8_t* frame, uint32_t len, Packet* out, ParseOptions opts = {});
 
-// Everything needed to write a frame's headers. Extension-header fields are used
-// when the opcode has that header.
-struct FrameFields {
+// What stays the same for every packet of a flow: addresses, class, ports, QP.
+struct PathFields {
   // Ethernet
   uint8_t dst_mac[6] = {};
   uint8_t src_mac[6] = {};
@@ -121,20 +120,25 @@ struct FrameFields {
   Gid src_gid;
   Gid dst_gid;
   uint8_t dscp = 0;
-  uint8_t ecn = kEcnEct0;
   uint8_t ttl = 64;  // hop limit for IPv6
   uint16_t ip_id = 0;
   uint32_t flow_label = 0;
   // UDP
   uint16_t udp_src_port = 0xc000;
   // BTH
+  uint16_t pkey = kDefaultPkey;
+  uint32_t dest_qp = 0;
+};
+
+// What each packet sets: ECN, the BTH's opcode, flags and PSN, and the fields of
+// whichever extension headers the opcode has.
+struct TransportFields {
+  uint8_t ecn = kEcnEct0;
   Opcode opcode = Opcode::kSendOnly;
   bool se = false;
   bool mig_req = false;
-  uint16_t pkey = kDefaultPkey;
   bool fecn = false;
   bool becn = false;
-  uint32_t dest_qp = 0;
   bool ack_req = false;
   uint32_t psn = 0;
   // RETH (and the va/rkey of AtomicETH)
@@ -150,6 +154,32 @@ struct FrameFields {
   uint64_t swap_add = 0;
   uint64_t compare = 0;
   uint64_t orig = 0;
+};
+
+// Everything needed to write a frame's headers.
+struct FrameFields : PathFields, TransportFields {};
+
+// A flow's headers prepared once; each packet copies them and patches lengths,
+// the IPv4 checksum, the BTH and the extension headers. build_headers() is this
+// with a template made for one packet.
+class HeaderTemplate {
+ public:
+  static constexpr uint32_t kMaxFixedBytes = sizeof(EthHdr) + sizeof(VlanTag) + sizeof(Ipv6Hdr) + sizeof(UdpHdr) +
+                                             sizeof(Bth);
+
+  void init(const PathFields& p);
+  // Bytes write() produces for an opcode: Ethernet through extension headers.
+  uint32_t header_bytes(Opcode op) const { return bth_offset_ + sizeof(Bth) + opcode_info(op).ext_bytes; }
+  // Writes the headers of one packet with `payload_len` bytes of payload into
+  // `out`, which has room for header_bytes(t.opcode). Returns that many.
+  uint32_t write(const TransportFields& t, uint32_t payload_len, uint8_t* out) const;
+
+ private:
+  uint8_t bytes_[kMaxFixedBytes] = {};
+  uint8_t l3_offset_ = 0;
+  uint8_t bth_offset_ = 0;
+  bool ipv4_ = true;
+  uint32_t ip_sum_ = 0;  // IPv4 header words, without TOS, total length and checksum
 };
 
 // Bytes of headers (Ethernet through extension headers) build_headers() writes.
