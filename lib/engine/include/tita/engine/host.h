@@ -1,0 +1,48 @@
+// What the engine needs from a host: somewhere to put frames. The host also owns
+// the clock (every engine call takes now_ns) and calls Engine::poll() at or after
+// Engine::next_wakeup_ns(): that is the whole timer interface.
+#pragma once
+
+#include <cstdint>
+
+#include "tita/engine/verbs.h"
+#include "tita/wire/icrc.h"
+
+namespace tita::engine {
+
+// One frame, in pieces: Ethernet through extension headers, payload segments that
+// lie in registered memory, and a tail of pad, ICRC and telemetry trailer.
+struct TxFrame {
+  static constexpr uint32_t kMaxPayloadSegments = kMaxSge + 1;
+
+  const uint8_t* hdr = nullptr;  // engine scratch: copy before transmit() returns
+  uint32_t hdr_len = 0;
+  // Zero-copy payload. A segment with data == nullptr is virtual: bytes of a
+  // phantom memory region (simulation), to be sent as zeros.
+  wire::Segment payload[kMaxPayloadSegments];
+  uint32_t n_payload = 0;
+  const uint8_t* tail = nullptr;  // engine scratch: copy before transmit() returns
+  uint32_t tail_len = 0;
+  uint8_t priority = 0;  // 802.1p class for the host's egress queue (PFC)
+  uint32_t qp_num = 0;   // sending QP, for hosts that steer queues by QP
+
+  uint32_t payload_len() const {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < n_payload; ++i) n += payload[i].len;
+    return n;
+  }
+  uint32_t len() const { return hdr_len + payload_len() + tail_len; }
+};
+
+class PacketIo {
+ public:
+  virtual ~PacketIo() = default;
+  // How many frames transmit() accepts now. The engine sends no more than that
+  // per poll(); the host calls poll() again when room frees.
+  virtual uint32_t tx_space() = 0;
+  // Sends one frame. Header and tail bytes must be copied before returning;
+  // payload segments stay valid until the work request completes.
+  virtual void transmit(uint64_t now_ns, const TxFrame& frame) = 0;
+};
+
+}  // namespace tita::engine

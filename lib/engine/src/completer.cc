@@ -1,0 +1,296 @@
+// The completer: what a requester does with ACKs, NAKs, READ responses and CNPs.
+//
+// Work requests complete strictly in order. An ACK for PSN a acknowledges every
+// request packet up to a; a NAK for PSN p acknowledges everything before p. READ
+// responses arrive in PSN order and imply that every request before the READ was
+// executed; an ACK beyond a READ whose responses are missing means they were
+// lost, and the READ is asked again from the first missing response.
+#include <algorithm>
+#include <cstring>
+
+#include "engine_impl.h"
+
+namespace tita::engine {
+
+using wire::psn_add;
+using wire::psn_after;
+using wire::psn_before;
+using wire::psn_diff;
+using wire::psn_distance;
+
+namespace {
+
+enum class AckKind { kAck, kReadResponse, kNak };
+
+struct Completer {
+  Engine::Impl& m;
+  Qp& qp;
+
+  uint32_t mask() const { return qp.sq_size() - 1; }
+
+  void retire(const SendWqe& w) {
+    if (w.signaled) {
+      m.complete(qp.send_cq, {w.wr_id, WcStatus::kSuccess, wc_opcode(w.opcode), false,
+                              w.is_read() ? w.length : 0, 0, qp.qpn});
+    }
+    if (w.is_read()) --qp.reads_outstanding;
+    qp.sq_head = (qp.sq_head + 1) & mask();
+  }
+
+  // Ask a READ again from its first missing response.
+  void retry_read(const SendWqe& w) {
+    const uint32_t missing = psn_add(w.first_psn, w.read_pkts);
+    if (qp.read_retry_armed && qp.read_retry_psn == missing) return;  // already asked
+    qp.read_retry_armed = true;
+    qp.read_retry_psn = missing;
+    m.rewind(qp, missing);
+  }
+
+  // Acknowledges every request packet up to and including PSN a. Returns the
+  // payload bytes newly acknowledged.
+  uint64_t acknowledge_through(uint32_t a) {
+    uint32_t una = psn_add(a, 1);
+    if (!psn_after(una, qp.snd_una) || psn_after(una, qp.snd_max)) return 0;  // old or bogus
+    while (qp.sq_head != qp.sq_tail) {
+      const SendWqe& w = qp.sq[qp.sq_head];
+      if (!w.started) break;
+      if (w.is_read()) {
+        if (w.read_pkts == w.npkts) {
+          retire(w);
+          continue;
+        }
+        if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) {
+          // The responder is past this READ, but responses are missing: they were lost.
+          una = psn_add(w.first_psn, w.read_pkts);
+          retry_read(w);
+        }
+        break;
+      }
+      if (psn_after(una, w.last_psn())) {
+        retire(w);
+        continue;
+      }
+      break;
+    }
+    if (!psn_after(una, qp.snd_una)) return 0;
+    const uint32_t old_una = qp.snd_una;
+    const uint64_t old_bytes = qp.una_bytes;
+    qp.snd_una = una;
+    qp.una_bytes = m.seq_position(qp, una);
+    if (psn_before(qp.snd_nxt, una)) {  // a go-back-N rewind went below what is now acknowledged
+      qp.sq_next = m.wqe_index_of(qp, una);  // before snd_nxt moves: the lookup trusts it
+      qp.snd_nxt = una;
+      qp.nxt_bytes = qp.una_bytes;
+    }
+    if (qp.selective()) {
+      for (uint32_t p = old_una; p != una; p = psn_add(p, 1)) {
+        const uint32_t bit = p & (m.cfg.sr_window - 1);
+        if (bit_test(qp.retx, bit)) --qp.retx_count;
+        bit_clear(qp.retx, bit);
+        bit_clear(qp.sacked, bit);
+        bit_clear(qp.retx_done, bit);
+      }
+    }
+    qp.rnr_left = qp.attr.rnr_retry;
+    qp.read_retry_armed = false;
+    m.arm_rto(qp);
+    return qp.una_bytes - old_bytes;
+  }
+
+  // The responder says it has everything up to PSN a. That is progress even when
+  // snd_una cannot move (a READ before a still misses responses): the retry
+  // budget and the timeout backoff start over.
+  void responder_progress(uint32_t a) {
+    if (!psn_after(a, qp.acked_psn) || !psn_before(a, qp.snd_max)) return;
+    qp.acked_psn = a;
+    qp.retry_left = qp.attr.retry_cnt;
+    qp.backoff = 0;
+  }
+
+  // Feeds the congestion control with what an ACK carried.
+  void feed_cc(const wire::Packet& pkt, uint64_t acked_bytes, uint32_t acked_packets) {
+    cc::AckSample s;
+    s.acked_bytes = acked_bytes;
+    s.ack_seq_bytes = qp.una_bytes;
+    s.next_seq_bytes = qp.max_bytes;
+    s.inflight_bytes = qp.inflight_bytes();
+    s.acked_packets = acked_packets;
+    if (const wire::TelemetryHdr* t = pkt.telemetry(); t != nullptr && t->echo()) {
+      s.rtt_ns = static_cast<uint32_t>(m.now_ns) - t->ts_ns.get();
+      s.ce_packets = t->ce_packets;
+      s.n_hops = t->hops();
+      s.int_partial = t->overflow() || t->path_hops > t->hops();
+      const wire::TelemetryHop* h = wire::telemetry_hops(t);
+      for (int i = 0; i < s.n_hops; ++i) {
+        s.hops[i].rate_bps = uint64_t{h[i].rate_mbps.get()} * 1'000'000;
+        s.hops[i].ts_ns = h[i].ts_ns.get();
+        s.hops[i].tx_bytes = h[i].tx_bytes.get();
+        s.hops[i].qlen_bytes = h[i].qlen_bytes.get();
+      }
+      ++qp.counters.rtt_samples;
+      qp.counters.last_rtt_ns = s.rtt_ns;
+      qp.counters.int_records_received += s.n_hops;
+    }
+    qp.flow.on_ack(m.now_ns, s);
+  }
+
+  // The send WR holding psn (for NAK errors), or the oldest.
+  uint32_t failed_wqe(uint32_t psn) const {
+    const uint32_t i = m.wqe_index_of(qp, psn);
+    return i == qp.sq_tail ? qp.sq_head : i;
+  }
+
+  void on_ack(const wire::Packet& pkt) {
+    const uint8_t syndrome = pkt.aeth()->syndrome;
+    const uint32_t psn = pkt.psn();
+    const uint32_t una_before = qp.snd_una;
+    const bool nak = wire::aeth::type(syndrome) != wire::aeth::kAck;
+    responder_progress(nak ? psn_add(psn, wire::kPsnMask) : psn);
+    switch (wire::aeth::type(syndrome)) {
+      case wire::aeth::kAck: {
+        ++qp.counters.acks_received;
+        const uint64_t bytes = acknowledge_through(psn);
+        if (qp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.snd_una, una_before));
+        return;
+      }
+      case wire::aeth::kRnrNak: {
+        ++qp.counters.rnr_nak_received;
+        acknowledge_through(psn_add(psn, wire::kPsnMask));
+        if (qp.rnr_left == 0) {
+          m.to_error(qp, WcStatus::kRnrRetryExcErr, failed_wqe(psn));
+          return;
+        }
+        if (qp.attr.rnr_retry != 7) --qp.rnr_left;  // 7: retry forever
+        qp.rnr_deadline_ns = m.now_ns + wire::aeth::rnr_timer_ns(wire::aeth::value(syndrome));
+        qp.rnr_psn = psn;
+        return;
+      }
+      case wire::aeth::kNak:
+        break;
+      default:
+        return;  // reserved type
+    }
+    const uint8_t code = wire::aeth::value(syndrome);
+    if (code != wire::aeth::kNakPsnSequenceError) {
+      // The responder refused the request: the WR fails and the QP goes to error.
+      WcStatus status = WcStatus::kRemOpErr;
+      if (code == wire::aeth::kNakRemoteAccessError) {
+        status = WcStatus::kRemAccessErr;
+        ++qp.counters.nak_access_received;
+      } else if (code == wire::aeth::kNakInvalidRequest) {
+        status = WcStatus::kRemInvReqErr;
+        ++qp.counters.nak_invalid_received;
+      }
+      acknowledge_through(psn_add(psn, wire::kPsnMask));
+      m.to_error(qp, status, failed_wqe(psn));
+      return;
+    }
+    ++qp.counters.nak_seq_received;
+    const uint64_t bytes = acknowledge_through(psn_add(psn, wire::kPsnMask));
+    if (qp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.snd_una, una_before));
+    const wire::TelemetryHdr* t = pkt.telemetry();
+    const wire::TelemetrySack* sack = t ? wire::telemetry_sack(t) : nullptr;
+    if (qp.selective() && sack != nullptr) {
+      // Everything between the gap and the PSN the receiver has is lost (IRN's
+      // rule); resend each once until a timeout says otherwise.
+      const uint32_t got = sack->psn.get() & wire::kPsnMask;
+      if (psn_before(got, qp.snd_una) || !psn_before(got, qp.snd_max)) return;
+      const uint32_t w = m.cfg.sr_window - 1;
+      bit_set(qp.sacked, got & w);
+      uint64_t lost = 0;
+      for (uint32_t p = psn; psn_before(p, got); p = psn_add(p, 1)) {
+        const uint32_t bit = p & w;
+        if (bit_test(qp.sacked, bit) || bit_test(qp.retx_done, bit) || bit_test(qp.retx, bit)) continue;
+        bit_set(qp.retx, bit);
+        ++qp.retx_count;
+        lost += qp.mtu();
+      }
+      if (lost > 0) qp.flow.on_loss(m.now_ns, {lost, qp.inflight_bytes()});
+      return;
+    }
+    // Go-back-N (or a peer that sends no SACK): resend from the gap.
+    if (qp.retry_left == 0) {
+      m.to_error(qp, WcStatus::kRetryExcErr, failed_wqe(psn));
+      return;
+    }
+    --qp.retry_left;
+    qp.flow.on_loss(m.now_ns, {qp.nxt_bytes - qp.una_bytes, qp.inflight_bytes()});
+    m.rewind(qp, psn);
+  }
+
+  void on_read_response(const wire::Packet& pkt) {
+    // Responses come in PSN order for the oldest READ still missing some.
+    uint32_t i = qp.sq_head;
+    while (i != qp.sq_tail && qp.sq[i].started && !(qp.sq[i].is_read() && qp.sq[i].read_pkts < qp.sq[i].npkts)) {
+      i = (i + 1) & mask();
+    }
+    if (i == qp.sq_tail || !qp.sq[i].started) {
+      ++qp.counters.duplicates_received;
+      return;
+    }
+    SendWqe& w = qp.sq[i];
+    const uint32_t expected = psn_add(w.first_psn, w.read_pkts);
+    const int32_t d = psn_diff(pkt.psn(), expected);
+    if (d < 0) {
+      ++qp.counters.duplicates_received;
+      return;
+    }
+    if (d > 0) {
+      ++qp.counters.out_of_order_received;
+      retry_read(w);
+      return;
+    }
+    // Every request before this READ was executed.
+    acknowledge_through(psn_add(w.first_psn, wire::kPsnMask));
+    responder_progress(pkt.psn());
+    const uint32_t offset = w.read_pkts << qp.mtu_shift;
+    const uint32_t want = std::min(qp.mtu(), w.length - std::min(w.length, offset));
+    if (pkt.payload_len != want) {
+      m.to_error(qp, WcStatus::kBadRespErr, i);
+      return;
+    }
+    // Place the payload in the local SGEs (checked when the READ started).
+    uint32_t skip = offset;
+    const uint8_t* src = pkt.payload();
+    uint32_t left = want;
+    for (uint32_t s = 0; s < w.num_sge && left > 0; ++s) {
+      const Sge& g = w.sge[s];
+      if (skip >= g.length) {
+        skip -= g.length;
+        continue;
+      }
+      const uint32_t take = std::min(left, g.length - skip);
+      const Mr* mr = m.mr_by_key(g.lkey);
+      if (mr == nullptr) {
+        m.to_error(qp, WcStatus::kLocProtErr, i);
+        return;
+      }
+      if (uint8_t* dst = mr->at(g.addr + skip)) std::memcpy(dst, src, take);
+      src += take;
+      left -= take;
+      skip = 0;
+    }
+    qp.counters.rx_payload_bytes += want;
+    ++w.read_pkts;
+    qp.read_retry_armed = false;
+    if (w.read_pkts == w.npkts) acknowledge_through(w.last_psn());
+  }
+};
+
+}  // namespace
+
+void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
+  Completer c{*this, qp};
+  switch (pkt.op->kind) {
+    case wire::Kind::kAck: c.on_ack(pkt); break;
+    case wire::Kind::kReadResponse: c.on_read_response(pkt); break;
+    default: break;  // atomic ACKs: no atomics are ever sent
+  }
+}
+
+void Engine::Impl::on_cnp(Qp& qp) {
+  ++qp.counters.cnps_received;
+  qp.flow.on_cnp(now_ns);
+}
+
+}  // namespace tita::engine

@@ -1,0 +1,282 @@
+// Engine internals shared by engine.cc (objects, verbs, dispatch, scheduling),
+// requester.cc (what a QP sends), responder.cc (what it does with requests) and
+// completer.cc (what it does with responses).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tita/cc/cc.h"
+#include "tita/engine/engine.h"
+#include "tita/engine/timing_wheel.h"
+#include "tita/wire/frame.h"
+#include "tita/wire/psn.h"
+
+namespace tita::engine {
+
+inline constexpr uint64_t kNever = TimingWheel::kNever;
+inline constexpr uint32_t kNil = TimingWheel::kNone;
+
+struct Mr {
+  uint8_t* base = nullptr;  // host memory at iova; nullptr for phantom regions
+  uint64_t iova = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t pd = 0;
+  uint32_t key = 0;  // lkey == rkey: index << 8 | generation
+  bool valid = false;
+  bool phantom = false;
+
+  bool contains(uint64_t va, uint64_t len) const { return va >= iova && len <= length && va - iova <= length - len; }
+  uint8_t* at(uint64_t va) const { return base ? base + (va - iova) : nullptr; }
+};
+
+struct SendWqe {
+  uint64_t wr_id = 0;
+  uint64_t remote_addr = 0;
+  uint64_t seq_start = 0;  // cumulative payload bytes of the QP before this WR
+  uint32_t rkey = 0;
+  uint32_t length = 0;
+  uint32_t imm = 0;
+  uint32_t first_psn = 0;  // assigned when the WR starts
+  uint32_t npkts = 0;      // SEND/WRITE: request packets; READ: response packets
+  uint32_t read_pkts = 0;  // READ: response packets received in order
+  WrOpcode opcode = WrOpcode::kSend;
+  uint8_t num_sge = 0;
+  bool signaled = false;
+  bool solicited = false;
+  bool started = false;
+  Sge sge[kMaxSge];
+
+  bool is_read() const { return opcode == WrOpcode::kRdmaRead; }
+  uint32_t last_psn() const { return wire::psn_add(first_psn, npkts - 1); }
+};
+
+struct RecvWqe {
+  uint64_t wr_id = 0;
+  uint32_t length = 0;  // sum of the SGEs
+  uint8_t num_sge = 0;
+  Sge sge[kMaxSge];
+};
+
+// A READ the responder is answering.
+struct ReadJob {
+  uint64_t va = 0;
+  uint32_t remaining = 0;  // bytes still to send
+  uint32_t psn = 0;        // next response PSN
+  uint32_t first_psn = 0;
+  uint32_t npkts = 0;
+  uint32_t mr = 0;         // MR index
+};
+
+struct Cq {
+  std::vector<WorkCompletion> ring;
+  uint32_t head = 0;  // next to poll
+  uint32_t count = 0;
+  uint64_t overflows = 0;
+  bool valid = false;
+};
+
+// Where a multi-packet request message stands at the responder.
+enum class InMessage : uint8_t { kNone, kSend, kWrite };
+
+struct Qp {
+  // ---- identity and attributes
+  uint32_t index = 0;
+  uint32_t qpn = 0;
+  uint32_t pd = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  QpState state = QpState::kReset;
+  bool valid = false;
+  bool sq_sig_all = false;
+  bool in_ready = false;
+  uint8_t max_sge = kMaxSge;
+  uint8_t mtu_shift = 10;
+  uint16_t udp_sport = 0;
+  QpAttr attr;
+  wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
+
+  // ---- requester
+  std::vector<SendWqe> sq;  // ring, power-of-two size
+  uint32_t sq_head = 0;     // oldest WR not completed
+  uint32_t sq_next = 0;     // WR that the next new packet comes from
+  uint32_t sq_tail = 0;     // next free slot
+  uint32_t snd_una = 0;     // oldest unacknowledged PSN
+  uint32_t snd_nxt = 0;     // next PSN to send (moves back on go-back-N)
+  uint32_t snd_max = 0;     // one past the highest PSN ever sent
+  uint32_t acked_psn = 0;   // highest PSN the responder has acknowledged (ACK, or NAK - 1)
+  uint64_t una_bytes = 0;   // payload bytes acknowledged (sequence space)
+  uint64_t nxt_bytes = 0;   // position of snd_nxt in sequence space
+  uint64_t max_bytes = 0;   // position of snd_max
+  uint64_t next_seq = 0;    // sequence space handed out to started WRs
+  uint64_t next_send_ps = 0;  // pacing: earliest time of the next data packet, picoseconds
+  uint64_t rto_deadline_ns = kNever;
+  uint64_t rnr_deadline_ns = kNever;
+  uint32_t reads_outstanding = 0;
+  uint32_t rnr_psn = 0;        // where to resume after the RNR wait
+  uint32_t read_retry_psn = 0;  // last READ response PSN re-requested (one retry per gap)
+  bool read_retry_armed = false;
+  uint8_t retry_left = 7;
+  uint8_t rnr_left = 7;
+  uint8_t backoff = 0;
+  // selective repeat, bitmaps over PSN mod sr_window
+  std::vector<uint64_t> sacked;
+  std::vector<uint64_t> retx;       // to retransmit
+  std::vector<uint64_t> retx_done;  // retransmitted since the last timeout
+  uint32_t retx_count = 0;
+
+  // ---- responder
+  std::vector<RecvWqe> rq;
+  uint32_t rq_head = 0;
+  uint32_t rq_tail = 0;
+  uint32_t epsn = 0;  // expected PSN
+  uint32_t msn = 0;
+  uint32_t recv_offset = 0;  // bytes of the current SEND placed in rq[rq_head]
+  InMessage in_message = InMessage::kNone;
+  uint64_t write_va = 0;
+  uint32_t write_remaining = 0;
+  uint32_t write_total = 0;
+  uint32_t write_mr = 0;
+  bool nak_sent = false;   // go-back-N: a sequence NAK for epsn is out
+  uint32_t unacked = 0;    // in-order packets since the last ACK
+  uint8_t ce_unacked = 0;  // of those, CE-marked
+  std::vector<ReadJob> reads;  // ring of max_dest_rd_atomic
+  uint32_t reads_head = 0;
+  uint32_t reads_count = 0;
+  // An ACK/NAK held back until READ responses before it have gone (IBA ordering).
+  bool deferred_ack = false;
+  uint8_t deferred_syndrome = 0;
+  uint32_t deferred_psn = 0;
+  uint32_t ooo_head = kNil;  // selective repeat: kept frames, by PSN
+  uint32_t ooo_count = 0;
+  cc::NpState np;
+
+  // ---- congestion control
+  const cc::Params* cc_params = nullptr;
+  cc::Flow flow;
+
+  QpCounters counters;
+
+  uint32_t sq_size() const { return static_cast<uint32_t>(sq.size()); }
+  uint32_t mtu() const { return 1u << mtu_shift; }
+  bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat; }
+  uint64_t inflight_bytes() const { return nxt_bytes - una_bytes; }
+};
+
+// A frame the responder keeps until the packets before it arrive.
+struct OooSlot {
+  std::vector<uint8_t> frame;
+  uint32_t psn = 0;
+  uint32_t next = kNil;
+};
+
+// A finished control frame (ACK, NAK, CNP) waiting for tx space.
+struct ControlFrame {
+  static constexpr uint32_t kBytes = 192;
+  uint8_t data[kBytes];
+  uint32_t len = 0;
+  uint32_t qp_num = 0;
+  uint8_t priority = 0;
+};
+
+// What an ACK echoes from the data packet that triggered it.
+struct Echo {
+  const wire::TelemetryHdr* trailer = nullptr;
+  uint8_t ce_packets = 0;
+  uint8_t path_hops = 0;
+  int32_t sack_psn = -1;  // selective repeat NAK: the out-of-order PSN
+};
+
+struct Engine::Impl {
+  Impl(const EngineConfig& c, PacketIo* io);
+
+  EngineConfig cfg;
+  PacketIo* io;
+  EngineCounters counters;
+  uint32_t next_pd = 1;
+  std::vector<Mr> mrs;
+  std::vector<Cq> cqs;
+  std::vector<std::unique_ptr<Qp>> qps;
+  std::vector<uint32_t> free_qps;
+  std::deque<std::pair<std::string, cc::Params>> cc_params;  // stable addresses
+  cc::NpParams np_params;
+  TimingWheel wheel;
+  std::vector<uint32_t> ready;  // ring of QP indices
+  uint32_t ready_head = 0;
+  uint32_t ready_count = 0;
+  std::vector<ControlFrame> control;
+  uint32_t control_head = 0;
+  uint32_t control_count = 0;
+  std::vector<OooSlot> ooo;
+  uint32_t ooo_free = kNil;
+  uint64_t now_ns = 0;
+  // Transmit scratch: headers and tail of the frame being handed to the host.
+  uint8_t tx_hdr[128];
+  uint8_t tx_tail[8 + wire::kMaxTelemetryBytes];
+
+  // ---- engine.cc
+  Qp* qp_by_num(uint32_t qpn);
+  const Mr* mr_by_key(uint32_t key) const;
+  void complete(uint32_t cq, const WorkCompletion& wc);
+  // Moves the QP to ERROR: the WR at `failed` (default: the oldest) completes with
+  // status, every other outstanding WR and every receive is flushed.
+  void to_error(Qp& qp, WcStatus status, uint32_t failed = kNil);
+  void reconsider(Qp& qp);
+  void make_ready(Qp& qp);
+  void wake(Qp& qp);
+  wire::PathFields path_fields(const Qp& qp) const;
+  // Hands one data frame to the host; returns its length (without the trailer).
+  uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
+                      uint32_t payload_len, bool phantom, bool collect);
+  // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
+  void queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
+  void flush_control();
+  uint32_t ooo_alloc();
+  void ooo_release(uint32_t slot);
+  void drop_ooo(Qp& qp);
+
+  // ---- requester.cc
+  bool has_work(const Qp& qp) const;
+  bool can_send_new(const Qp& qp) const;
+  bool send_one(Qp& qp);
+  bool start_wqe(Qp& qp, SendWqe& w);
+  void send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission);
+  bool send_read_response(Qp& qp);
+  void rewind(Qp& qp, uint32_t psn);
+  void arm_rto(Qp& qp);
+  void on_timeout(Qp& qp);
+  uint32_t wqe_index_of(const Qp& qp, uint32_t psn) const;
+  uint64_t seq_position(const Qp& qp, uint32_t psn) const;
+
+  // ---- responder.cc
+  void respond(Qp& qp, const wire::Packet& pkt, bool from_ooo);
+  void ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo);
+  void send_cnp(Qp& qp);
+  void finish_deferred_ack(Qp& qp);
+
+  // ---- completer.cc
+  void complete_response(Qp& qp, const wire::Packet& pkt);
+  void on_cnp(Qp& qp);
+};
+
+inline WcOpcode wc_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp: return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd: return WcOpcode::kFetchAdd;
+    default: return WcOpcode::kSend;
+  }
+}
+
+// Bits of the selective-repeat bitmaps.
+inline bool bit_test(const std::vector<uint64_t>& b, uint32_t i) { return b[i >> 6] >> (i & 63) & 1; }
+inline void bit_set(std::vector<uint64_t>& b, uint32_t i) { b[i >> 6] |= uint64_t{1} << (i & 63); }
+inline void bit_clear(std::vector<uint64_t>& b, uint32_t i) { b[i >> 6] &= ~(uint64_t{1} << (i & 63)); }
+
+}  // namespace tita::engine

@@ -1,0 +1,332 @@
+// The requester: segmentation of work requests into request packets, READ
+// responses for the peer's READs, pacing, windows, retransmission.
+//
+// A QP sends, in this order of preference: selective-repeat retransmissions,
+// READ responses it owes the peer, then new request packets. Each data packet
+// advances the pacing clock by its wire time at the congestion-control rate; the
+// window caps payload bytes in flight.
+#include <algorithm>
+#include <cstring>
+
+#include "engine_impl.h"
+
+namespace tita::engine {
+
+using wire::Opcode;
+using wire::psn_add;
+using wire::psn_after;
+using wire::psn_before;
+using wire::psn_distance;
+
+namespace {
+
+constexpr uint64_t kPicosPerNs = 1000;
+constexpr uint32_t kEthernetOverheadBytes = 24;  // preamble 8, FCS 4, inter-frame gap 12
+constexpr uint32_t kMaxOutstandingPsns = 1u << 22;
+
+// Request opcode for packet `idx` of `npkts` of a SEND or WRITE.
+Opcode request_opcode(WrOpcode op, uint32_t idx, uint32_t npkts) {
+  const bool first = idx == 0;
+  const bool last = idx + 1 == npkts;
+  const bool imm = op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
+  if (op == WrOpcode::kSend || op == WrOpcode::kSendWithImm) {
+    if (first && last) return imm ? Opcode::kSendOnlyImm : Opcode::kSendOnly;
+    if (first) return Opcode::kSendFirst;
+    if (last) return imm ? Opcode::kSendLastImm : Opcode::kSendLast;
+    return Opcode::kSendMiddle;
+  }
+  if (first && last) return imm ? Opcode::kWriteOnlyImm : Opcode::kWriteOnly;
+  if (first) return Opcode::kWriteFirst;
+  if (last) return imm ? Opcode::kWriteLastImm : Opcode::kWriteLast;
+  return Opcode::kWriteMiddle;
+}
+
+Opcode read_response_opcode(uint32_t idx, uint32_t npkts) {
+  if (npkts == 1) return Opcode::kReadResponseOnly;
+  if (idx == 0) return Opcode::kReadResponseFirst;
+  if (idx + 1 == npkts) return Opcode::kReadResponseLast;
+  return Opcode::kReadResponseMiddle;
+}
+
+// Pacing: a data packet occupies the QP's share of the wire for its wire time at
+// the congestion-control rate. At line rate the NIC is the only limit.
+void pace(Qp& qp, uint64_t now_ns, uint64_t line_rate_bps, uint32_t frame_bytes) {
+  const uint64_t rate = qp.flow.rate_bps();
+  const uint64_t now_ps = now_ns * kPicosPerNs;
+  if (rate >= line_rate_bps || rate == 0) {
+    qp.next_send_ps = now_ps;
+    return;
+  }
+  const uint64_t bits = uint64_t{frame_bytes + kEthernetOverheadBytes} * 8;
+  qp.next_send_ps = std::max(qp.next_send_ps, now_ps) + bits * 1'000'000'000'000ull / rate;
+}
+
+uint32_t packets_for(uint32_t length, uint8_t mtu_shift) {
+  return length == 0 ? 1 : (length + (1u << mtu_shift) - 1) >> mtu_shift;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- eligibility
+
+bool Engine::Impl::can_send_new(const Qp& qp) const {
+  if (qp.state != QpState::kRts || qp.rnr_deadline_ns != kNever || qp.sq_next == qp.sq_tail) return false;
+  const SendWqe& w = qp.sq[qp.sq_next];
+  const uint32_t outstanding = psn_distance(qp.snd_nxt, qp.snd_una);
+  if (outstanding >= kMaxOutstandingPsns) return false;
+  if (qp.selective() && outstanding >= cfg.sr_window) return false;
+  if (w.is_read()) return w.started || qp.reads_outstanding < qp.attr.max_rd_atomic;
+  const uint64_t cwnd = qp.flow.cwnd_bytes();
+  return qp.inflight_bytes() == 0 || qp.inflight_bytes() < cwnd;
+}
+
+bool Engine::Impl::has_work(const Qp& qp) const {
+  if (qp.reads_count > 0) return true;  // READ responses owed to the peer
+  if (qp.state != QpState::kRts || qp.rnr_deadline_ns != kNever) return false;
+  return qp.retx_count > 0 || can_send_new(qp);
+}
+
+// ---------------------------------------------------------------- sequence space
+
+// The send WR whose PSNs include psn; sq_next when psn is where new packets start.
+uint32_t Engine::Impl::wqe_index_of(const Qp& qp, uint32_t psn) const {
+  const uint32_t mask = qp.sq_size() - 1;
+  auto holds = [&](uint32_t i) {
+    const SendWqe& w = qp.sq[i];
+    return w.started && !psn_before(psn, w.first_psn) && psn_before(psn, psn_add(w.first_psn, w.npkts));
+  };
+  // The oldest WR (ACKs) and the one being sent (new packets) answer almost every
+  // lookup; snd_nxt always lies in sq_next's WR or is where that WR will start.
+  if (qp.sq_head != qp.sq_tail && holds(qp.sq_head)) return qp.sq_head;
+  if (psn == qp.snd_nxt || (qp.sq_next != qp.sq_tail && holds(qp.sq_next))) return qp.sq_next;
+  for (uint32_t i = qp.sq_head; i != qp.sq_tail; i = (i + 1) & mask) {
+    const SendWqe& w = qp.sq[i];
+    if (!w.started) return i;
+    if (!psn_before(psn, w.first_psn) && psn_before(psn, psn_add(w.first_psn, w.npkts))) return i;
+  }
+  return qp.sq_tail;
+}
+
+// Payload bytes sent before PSN psn, in the QP's cumulative sequence space.
+uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
+  const uint32_t i = wqe_index_of(qp, psn);
+  if (i == qp.sq_tail || !qp.sq[i].started) return qp.next_seq;
+  const SendWqe& w = qp.sq[i];
+  if (w.is_read()) return w.seq_start;
+  const uint64_t off = uint64_t{psn_distance(psn, w.first_psn)} << qp.mtu_shift;
+  return w.seq_start + std::min<uint64_t>(w.length, off);
+}
+
+// ---------------------------------------------------------------- sending
+
+// Checks the WR's local buffers and gives it its PSNs and sequence space.
+bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
+  for (uint32_t i = 0; i < w.num_sge; ++i) {
+    const Sge& s = w.sge[i];
+    const Mr* mr = mr_by_key(s.lkey);
+    const bool ok = mr != nullptr && mr->pd == qp.pd && mr->contains(s.addr, s.length) &&
+                    (!w.is_read() || (mr->access & kAccessLocalWrite));
+    if (!ok) {
+      // The WR fails with a local protection error; the QP goes to error (IBA 10.8.3).
+      const WcStatus status = (mr != nullptr && w.is_read() && mr->contains(s.addr, s.length))
+                                  ? WcStatus::kLocAccessErr
+                                  : WcStatus::kLocProtErr;
+      to_error(qp, status, static_cast<uint32_t>(&w - qp.sq.data()));
+      return false;
+    }
+  }
+  w.first_psn = qp.snd_nxt;
+  w.npkts = packets_for(w.length, qp.mtu_shift);
+  w.seq_start = qp.next_seq;
+  w.read_pkts = 0;
+  w.started = true;
+  if (w.is_read()) {
+    ++qp.reads_outstanding;
+  } else {
+    qp.next_seq += w.length;
+  }
+  return true;
+}
+
+namespace {
+
+// Collects the payload pieces of [offset, offset + len) of an SGE list.
+uint32_t gather(const Engine::Impl& m, const Sge* sge, uint32_t num_sge, uint32_t offset, uint32_t len,
+                wire::Segment* out, bool* phantom, bool* ok) {
+  uint32_t n = 0;
+  *ok = true;
+  for (uint32_t i = 0; i < num_sge && len > 0; ++i) {
+    if (offset >= sge[i].length) {
+      offset -= sge[i].length;
+      continue;
+    }
+    const uint32_t take = std::min(len, sge[i].length - offset);
+    const Mr* mr = m.mr_by_key(sge[i].lkey);
+    if (mr == nullptr) {  // deregistered while the WR was outstanding
+      *ok = false;
+      return 0;
+    }
+    *phantom |= mr->phantom;
+    out[n++] = {mr->at(sge[i].addr + offset), take};
+    len -= take;
+    offset = 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission) {
+  const uint32_t idx = psn_distance(psn, w.first_psn);
+  const uint32_t offset = idx << qp.mtu_shift;
+  wire::Segment segs[TxFrame::kMaxPayloadSegments];
+  uint32_t nseg = 0;
+  uint32_t len = 0;
+  bool phantom = false;
+  wire::TransportFields f;
+  f.opcode = Opcode::kReadRequest;
+  f.psn = psn;
+  if (w.is_read()) {
+    // A READ asks once for all its responses; a retry asks for the rest.
+    f.va = w.remote_addr + offset;
+    f.rkey = w.rkey;
+    f.dma_len = w.length - std::min(w.length, offset);
+  } else {
+    len = std::min(qp.mtu(), w.length - std::min(w.length, offset));
+    bool ok;
+    nseg = gather(*this, w.sge, w.num_sge, offset, len, segs, &phantom, &ok);
+    if (!ok) {
+      to_error(qp, WcStatus::kLocProtErr, static_cast<uint32_t>(&w - qp.sq.data()));
+      return;
+    }
+    f.opcode = request_opcode(w.opcode, idx, w.npkts);
+    const wire::OpcodeInfo& info = wire::opcode_info(f.opcode);
+    const bool last = info.ends_message();
+    if (info.has(wire::kHasReth)) {
+      f.va = w.remote_addr;
+      f.rkey = w.rkey;
+      f.dma_len = w.length;
+    }
+    f.imm = w.imm;
+    f.se = last && w.solicited;
+    f.ack_req = last || retransmission || psn % cfg.ack_req_every == 0;
+  }
+  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.is_read());
+  ++qp.counters.tx_data_packets;
+  qp.counters.tx_payload_bytes += len;
+  if (retransmission) ++qp.counters.retransmitted_packets;
+  qp.flow.on_send(now_ns, len);
+  pace(qp, now_ns, cfg.line_rate_bps, frame_bytes);
+  if (qp.rto_deadline_ns == kNever) arm_rto(qp);
+}
+
+bool Engine::Impl::send_read_response(Qp& qp) {
+  ReadJob& job = qp.reads[qp.reads_head];
+  const Mr& mr = mrs[job.mr];
+  const uint32_t idx = psn_distance(job.psn, job.first_psn);
+  const uint32_t len = std::min(qp.mtu(), job.remaining);
+  wire::TransportFields f;
+  f.opcode = read_response_opcode(idx, job.npkts);
+  f.psn = job.psn;
+  f.syndrome = wire::aeth::ack();
+  f.msn = qp.msn;
+  const wire::Segment seg{mr.at(job.va), len};
+  const uint32_t frame_bytes = send_frame(qp, f, &seg, len ? 1 : 0, len, mr.phantom, false);
+  ++qp.counters.tx_data_packets;
+  qp.counters.tx_payload_bytes += len;
+  qp.flow.on_send(now_ns, len);
+  pace(qp, now_ns, cfg.line_rate_bps, frame_bytes);
+  job.va += len;
+  job.remaining -= len;
+  job.psn = psn_add(job.psn, 1);
+  if (psn_distance(job.psn, job.first_psn) >= job.npkts) {
+    qp.reads_head = (qp.reads_head + 1) % static_cast<uint32_t>(qp.reads.size());
+    --qp.reads_count;
+    if (qp.reads_count == 0) finish_deferred_ack(qp);
+  }
+  return true;
+}
+
+bool Engine::Impl::send_one(Qp& qp) {
+  if (qp.reads_count > 0 && (qp.state == QpState::kRts || qp.state == QpState::kRtr)) {
+    return send_read_response(qp);
+  }
+  if (qp.state != QpState::kRts) return false;
+  if (qp.retx_count > 0) {
+    // Selective repeat: the lowest PSN marked lost.
+    for (uint32_t psn = qp.snd_una; psn_before(psn, qp.snd_max); psn = psn_add(psn, 1)) {
+      const uint32_t bit = psn & (cfg.sr_window - 1);
+      if (!bit_test(qp.retx, bit)) continue;
+      bit_clear(qp.retx, bit);
+      bit_set(qp.retx_done, bit);
+      --qp.retx_count;
+      const uint32_t i = wqe_index_of(qp, psn);
+      if (i == qp.sq_tail || !qp.sq[i].started) return false;
+      send_request(qp, qp.sq[i], psn, true);
+      return true;
+    }
+    qp.retx_count = 0;  // marks below snd_una were acknowledged meanwhile
+  }
+  if (!can_send_new(qp)) return false;
+  SendWqe& w = qp.sq[qp.sq_next];
+  if (!w.started && !start_wqe(qp, w)) return false;
+  const uint32_t psn = qp.snd_nxt;
+  const bool retransmission = psn_before(psn, qp.snd_max);
+  send_request(qp, w, psn, retransmission);
+  if (qp.state != QpState::kRts) return true;  // the WR failed and flushed the QP
+  const uint32_t end = psn_add(w.first_psn, w.npkts);
+  qp.snd_nxt = w.is_read() ? end : psn_add(psn, 1);
+  if (qp.snd_nxt == end) qp.sq_next = (qp.sq_next + 1) & (qp.sq_size() - 1);
+  qp.nxt_bytes = w.is_read() ? w.seq_start : seq_position(qp, qp.snd_nxt);
+  if (!psn_before(qp.snd_nxt, qp.snd_max)) {
+    qp.snd_max = qp.snd_nxt;
+    qp.max_bytes = qp.nxt_bytes;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- recovery
+
+// Go-back-N: send again from psn (never before snd_una).
+void Engine::Impl::rewind(Qp& qp, uint32_t psn) {
+  if (psn_before(psn, qp.snd_una)) psn = qp.snd_una;
+  if (psn_after(psn, qp.snd_nxt)) return;
+  qp.sq_next = wqe_index_of(qp, psn);
+  qp.snd_nxt = psn;
+  qp.nxt_bytes = seq_position(qp, psn);
+  // Whatever selective repeat had marked is covered by resending everything.
+  std::fill(qp.retx.begin(), qp.retx.end(), 0);
+  qp.retx_count = 0;
+}
+
+void Engine::Impl::arm_rto(Qp& qp) {
+  if (qp.snd_una == qp.snd_max || qp.attr.timeout == 0) {
+    qp.rto_deadline_ns = kNever;
+    return;
+  }
+  // Local ACK timeout: 4.096 us * 2^timeout, doubled per consecutive timeout.
+  const uint32_t shift = std::min<uint32_t>(qp.attr.timeout + qp.backoff, 31);
+  qp.rto_deadline_ns = now_ns + (uint64_t{4096} << shift);
+}
+
+void Engine::Impl::on_timeout(Qp& qp) {
+  qp.rto_deadline_ns = kNever;
+  if (qp.snd_una == qp.snd_max) return;
+  ++qp.counters.timeouts;
+  if (qp.retry_left == 0) {
+    to_error(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  --qp.retry_left;
+  qp.backoff = static_cast<uint8_t>(std::min(qp.backoff + 1, 8));
+  qp.read_retry_armed = false;
+  qp.flow.on_timeout(now_ns);
+  // Resend everything unacknowledged; selective repeat forgets its SACKs too,
+  // since the receiver may have dropped what it kept.
+  std::fill(qp.sacked.begin(), qp.sacked.end(), 0);
+  std::fill(qp.retx_done.begin(), qp.retx_done.end(), 0);
+  rewind(qp, qp.snd_una);
+  arm_rto(qp);
+}
+
+}  // namespace tita::engine

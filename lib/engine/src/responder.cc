@@ -1,0 +1,418 @@
+// The responder: what a QP does with an incoming request packet.
+//
+// Each packet walks a small state machine (as rxe_resp.c does): PSN check, then
+// opcode sequence, length, resources and access, then execution and the ACK;
+// any check may divert to a duplicate, out-of-order or NAK state. Memory is
+// touched only in kExecute, after every check passed, so a request that is
+// NAKed never writes a byte.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string_view>
+
+#include "engine_impl.h"
+
+namespace tita::engine {
+
+using wire::Opcode;
+using wire::psn_add;
+using wire::psn_diff;
+
+namespace {
+
+enum class Step : uint8_t {
+  kCheckPsn,
+  kDuplicate,
+  kOutOfOrder,
+  kCheckOpSequence,
+  kCheckLength,
+  kCheckResources,
+  kCheckAccess,
+  kExecute,
+  kAcknowledge,
+  kNakSequence,
+  kNakRnr,
+  kNakInvalid,
+  kNakAccess,
+  kNakRemoteOp,
+  kDone,
+};
+
+[[maybe_unused]] constexpr std::array<std::string_view, 15> kStepNames = {
+    "CHECK_PSN",       "DUPLICATE",  "OUT_OF_ORDER", "CHECK_OP_SEQUENCE", "CHECK_LENGTH",
+    "CHECK_RESOURCES", "CHECK_ACCESS", "EXECUTE",    "ACKNOWLEDGE",       "NAK_SEQUENCE",
+    "NAK_RNR",         "NAK_INVALID", "NAK_ACCESS",  "NAK_REMOTE_OP",     "DONE"};
+
+uint32_t packets_for(uint32_t length, uint8_t mtu_shift) {
+  return length == 0 ? 1 : (length + (1u << mtu_shift) - 1) >> mtu_shift;
+}
+
+// Copies `len` bytes to offset `offset` of an SGE list; false if an SGE is bad.
+bool scatter(const Engine::Impl& m, const RecvWqe& r, uint32_t pd, uint32_t offset, const uint8_t* src,
+             uint32_t len) {
+  for (uint32_t i = 0; i < r.num_sge && len > 0; ++i) {
+    const Sge& s = r.sge[i];
+    if (offset >= s.length) {
+      offset -= s.length;
+      continue;
+    }
+    const Mr* mr = m.mr_by_key(s.lkey);
+    if (mr == nullptr || mr->pd != pd || !(mr->access & kAccessLocalWrite) || !mr->contains(s.addr, s.length)) {
+      return false;
+    }
+    const uint32_t take = std::min(len, s.length - offset);
+    if (uint8_t* dst = mr->at(s.addr + offset)) std::memcpy(dst, src, take);
+    src += take;
+    len -= take;
+    offset = 0;
+  }
+  return len == 0;
+}
+
+struct Responder {
+  Engine::Impl& m;
+  Qp& qp;
+  const wire::Packet& pkt;
+  bool from_ooo;
+  const wire::OpcodeInfo& op = *pkt.op;
+  const uint32_t psn = pkt.psn();
+  const uint32_t len = pkt.payload_len;
+  const Mr* mr = nullptr;  // the target of a WRITE or READ, once checked
+
+  Echo echo() const {
+    Echo e;
+    e.trailer = pkt.telemetry();
+    e.ce_packets = qp.ce_unacked;
+    const uint8_t ttl = pkt.ip_version == 6 ? pkt.ipv6().hop_limit : pkt.ipv4().ttl;
+    e.path_hops = ttl <= m.cfg.initial_ttl ? static_cast<uint8_t>(m.cfg.initial_ttl - ttl) : 0;
+    return e;
+  }
+
+  Step check_psn() {
+    const int32_t d = psn_diff(psn, qp.epsn);
+    if (d < 0) return Step::kDuplicate;
+    if (d > 0) return Step::kOutOfOrder;
+    return Step::kCheckOpSequence;
+  }
+
+  Step duplicate() {
+    ++qp.counters.duplicates_received;
+    if (op.kind == wire::Kind::kReadRequest) {
+      // A READ whose responses were lost is asked again from the first missing one:
+      // answer from there. If its first answer is still going out, restart that.
+      if (check_access() != Step::kExecute) return Step::kDone;
+      for (uint32_t k = 0; k < qp.reads_count; ++k) {
+        ReadJob& job = qp.reads[(qp.reads_head + k) % qp.reads.size()];
+        if (wire::psn_distance(psn, job.first_psn) < job.npkts) {
+          const wire::Reth& reth = *pkt.reth();
+          job.va = reth.va.get();
+          job.remaining = reth.dma_len.get();
+          job.psn = job.first_psn = psn;
+          job.npkts = packets_for(job.remaining, qp.mtu_shift);
+          return Step::kDone;
+        }
+      }
+      if (qp.reads_count < qp.reads.size()) push_read();
+      return Step::kDone;
+    }
+    // Re-acknowledge, so a sender whose ACK was lost moves on.
+    if (pkt.bth().ack_requested()) {
+      const Echo e = echo();
+      m.ack(qp, wire::aeth::ack(), psn_add(qp.epsn, wire::kPsnMask), &e);
+    }
+    return Step::kDone;
+  }
+
+  Step out_of_order() {
+    ++qp.counters.out_of_order_received;
+    if (!qp.selective()) {
+      // Go-back-N: one NAK per gap; later packets are dropped until the gap fills.
+      return qp.nak_sent ? Step::kDone : Step::kNakSequence;
+    }
+    if (from_ooo) return Step::kDone;
+    const int32_t d = psn_diff(psn, qp.epsn);
+    if (static_cast<uint32_t>(d) >= m.cfg.sr_window) return Step::kDone;  // beyond what the sender may have out
+    keep();
+    Echo e = echo();
+    e.sack_psn = static_cast<int32_t>(psn);
+    m.ack(qp, wire::aeth::nak(wire::aeth::kNakPsnSequenceError), qp.epsn, &e);
+    ++qp.counters.nak_seq_sent;
+    return Step::kDone;
+  }
+
+  // Selective repeat: keeps a copy of the frame in PSN order, once.
+  void keep() {
+    uint32_t* link = &qp.ooo_head;
+    while (*link != kNil && psn_diff(m.ooo[*link].psn, psn) < 0) link = &m.ooo[*link].next;
+    if (*link != kNil && m.ooo[*link].psn == psn) return;  // already kept
+    const uint32_t slot = m.ooo_alloc();
+    if (slot == kNil) {
+      ++m.counters.ooo_pool_full;
+      return;
+    }
+    OooSlot& s = m.ooo[slot];
+    s.frame.assign(pkt.frame, pkt.frame + pkt.frame_len);
+    s.psn = psn;
+    s.next = *link;
+    *link = slot;
+    ++qp.ooo_count;
+    ++qp.counters.ooo_buffered;
+  }
+
+  Step check_op_sequence() {
+    switch (qp.in_message) {
+      case InMessage::kSend:
+        return op.kind == wire::Kind::kSend && !op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
+      case InMessage::kWrite:
+        return op.kind == wire::Kind::kWrite && !op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
+      case InMessage::kNone:
+        return op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
+    }
+    return Step::kNakInvalid;
+  }
+
+  Step check_length() {
+    const bool full = op.position == wire::Position::kFirst || op.position == wire::Position::kMiddle;
+    if (full ? len != qp.mtu() : len > qp.mtu()) return Step::kNakInvalid;
+    return Step::kCheckResources;
+  }
+
+  bool consumes_receive() const {
+    const auto o = static_cast<Opcode>(pkt.opcode());
+    return (op.kind == wire::Kind::kSend && op.starts_message()) || o == Opcode::kWriteLastImm ||
+           o == Opcode::kWriteOnlyImm;
+  }
+
+  Step check_resources() {
+    if (consumes_receive() && qp.rq_head == qp.rq_tail) return Step::kNakRnr;
+    if (op.kind == wire::Kind::kSend && qp.recv_offset + len > qp.rq[qp.rq_head].length) {
+      // The message is longer than the posted buffer: the receive fails, the sender is told.
+      m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
+      qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+      return Step::kNakInvalid;
+    }
+    if (op.kind == wire::Kind::kReadRequest && qp.reads_count == qp.reads.size()) return Step::kNakInvalid;
+    return Step::kCheckAccess;
+  }
+
+  Step check_access() {
+    if (op.kind == wire::Kind::kSend) return Step::kExecute;
+    if (op.kind == wire::Kind::kWrite && !op.starts_message()) {
+      // Middle and Last continue the checked range; Last must end it exactly.
+      if (len > qp.write_remaining) return Step::kNakInvalid;
+      if (op.ends_message() && len != qp.write_remaining) return Step::kNakInvalid;
+      mr = &m.mrs[qp.write_mr];
+      return Step::kExecute;
+    }
+    const wire::Reth& reth = *pkt.reth();
+    const uint32_t want = op.kind == wire::Kind::kWrite ? kAccessRemoteWrite : kAccessRemoteRead;
+    mr = m.mr_by_key(reth.rkey.get());
+    if (mr == nullptr || mr->pd != qp.pd || !(mr->access & want) || !(qp.attr.qp_access_flags & want) ||
+        !mr->contains(reth.va.get(), reth.dma_len.get())) {
+      return Step::kNakAccess;
+    }
+    if (op.kind == wire::Kind::kWrite) {
+      // First carries a full packet of a longer write; Only carries all of it.
+      const uint32_t dma = reth.dma_len.get();
+      if (op.ends_message() ? len != dma : len >= dma) return Step::kNakInvalid;
+    }
+    return Step::kExecute;
+  }
+
+  void push_read() {
+    const wire::Reth& reth = *pkt.reth();
+    ReadJob& job = qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()];
+    job.va = reth.va.get();
+    job.remaining = reth.dma_len.get();
+    job.psn = job.first_psn = psn;
+    job.npkts = packets_for(job.remaining, qp.mtu_shift);
+    job.mr = static_cast<uint32_t>(mr - m.mrs.data());
+    ++qp.reads_count;
+  }
+
+  Step execute() {
+    const auto o = static_cast<Opcode>(pkt.opcode());
+    qp.counters.rx_payload_bytes += len;
+    switch (op.kind) {
+      case wire::Kind::kSend: {
+        const RecvWqe& r = qp.rq[qp.rq_head];
+        if (!scatter(m, r, qp.pd, qp.recv_offset, pkt.payload(), len)) return Step::kNakRemoteOp;
+        qp.recv_offset += len;
+        qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kSend;
+        if (op.ends_message()) {
+          const bool imm = o == Opcode::kSendLastImm || o == Opcode::kSendOnlyImm;
+          m.complete(qp.recv_cq, {r.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, imm, qp.recv_offset,
+                                  imm ? pkt.imm()->imm.get() : 0, qp.qpn});
+          qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+          qp.recv_offset = 0;
+          qp.msn = psn_add(qp.msn, 1);
+        }
+        break;
+      }
+      case wire::Kind::kWrite: {
+        if (op.starts_message()) {
+          const wire::Reth& reth = *pkt.reth();
+          qp.write_mr = static_cast<uint32_t>(mr - m.mrs.data());
+          qp.write_va = reth.va.get();
+          qp.write_remaining = reth.dma_len.get();
+          qp.write_total = qp.write_remaining;
+        }
+        if (uint8_t* dst = mr->at(qp.write_va)) std::memcpy(dst, pkt.payload(), len);
+        qp.write_va += len;
+        qp.write_remaining -= len;
+        qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kWrite;
+        if (op.ends_message()) {
+          qp.msn = psn_add(qp.msn, 1);
+          if (o == Opcode::kWriteLastImm || o == Opcode::kWriteOnlyImm) {
+            m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, true,
+                                    qp.write_total, pkt.imm()->imm.get(), qp.qpn});
+            qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+          }
+        }
+        break;
+      }
+      case wire::Kind::kReadRequest:
+        push_read();
+        qp.msn = psn_add(qp.msn, 1);
+        // A READ takes one PSN per response packet.
+        qp.epsn = psn_add(qp.epsn, qp.reads[(qp.reads_head + qp.reads_count - 1) % qp.reads.size()].npkts - 1);
+        break;
+      default:
+        return Step::kNakInvalid;
+    }
+    qp.epsn = psn_add(qp.epsn, 1);
+    qp.nak_sent = false;
+    if (pkt.ecn == wire::kEcnCe) {
+      ++qp.counters.ecn_ce_received;
+      if (qp.ce_unacked < 255) ++qp.ce_unacked;
+    }
+    if (cc::np_on_data(m.np_params, qp.np, m.now_ns, pkt.ecn == wire::kEcnCe)) m.send_cnp(qp);
+    return Step::kAcknowledge;
+  }
+
+  Step acknowledge() {
+    if (op.kind == wire::Kind::kReadRequest) return Step::kDone;  // the responses acknowledge it
+    ++qp.unacked;
+    if (pkt.bth().ack_requested() || qp.unacked >= m.cfg.ack_unsolicited) {
+      const Echo e = echo();
+      m.ack(qp, wire::aeth::ack(), psn, &e);
+    }
+    return Step::kDone;
+  }
+
+  Step nak(uint8_t syndrome, uint32_t nak_psn, bool fatal) {
+    const Echo e = echo();
+    m.ack(qp, syndrome, nak_psn, &e);
+    if (fatal) m.to_error(qp, WcStatus::kWrFlushErr);
+    return Step::kDone;
+  }
+
+  void run() {
+    Step s = Step::kCheckPsn;
+    while (s != Step::kDone) {
+      switch (s) {
+        case Step::kCheckPsn: s = check_psn(); break;
+        case Step::kDuplicate: s = duplicate(); break;
+        case Step::kOutOfOrder: s = out_of_order(); break;
+        case Step::kCheckOpSequence: s = check_op_sequence(); break;
+        case Step::kCheckLength: s = check_length(); break;
+        case Step::kCheckResources: s = check_resources(); break;
+        case Step::kCheckAccess: s = check_access(); break;
+        case Step::kExecute: s = execute(); break;
+        case Step::kAcknowledge: s = acknowledge(); break;
+        case Step::kNakSequence:
+          qp.nak_sent = true;
+          ++qp.counters.nak_seq_sent;
+          s = nak(wire::aeth::nak(wire::aeth::kNakPsnSequenceError), qp.epsn, false);
+          break;
+        case Step::kNakRnr:
+          ++qp.counters.rnr_nak_sent;
+          s = nak(wire::aeth::rnr_nak(qp.attr.min_rnr_timer), psn, false);
+          break;
+        case Step::kNakInvalid:
+          ++qp.counters.nak_invalid_sent;
+          s = nak(wire::aeth::nak(wire::aeth::kNakInvalidRequest), psn, true);
+          break;
+        case Step::kNakAccess:
+          ++qp.counters.nak_access_sent;
+          s = nak(wire::aeth::nak(wire::aeth::kNakRemoteAccessError), psn, true);
+          break;
+        case Step::kNakRemoteOp:
+          s = nak(wire::aeth::nak(wire::aeth::kNakRemoteOperationalError), psn, true);
+          break;
+        case Step::kDone: break;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
+  const uint32_t before = qp.epsn;
+  Responder{*this, qp, pkt, from_ooo}.run();
+  if (qp.epsn == before || qp.ooo_head == kNil || qp.state == QpState::kError) return;
+  // Selective repeat: the gap moved; execute what was kept and is now in order.
+  while (qp.ooo_head != kNil && qp.state != QpState::kError) {
+    const uint32_t slot = qp.ooo_head;
+    const int32_t d = psn_diff(ooo[slot].psn, qp.epsn);
+    if (d > 0) break;
+    qp.ooo_head = ooo[slot].next;
+    --qp.ooo_count;
+    if (d == 0) {
+      wire::Packet kept;
+      const OooSlot& s = ooo[slot];
+      if (wire::parse(s.frame.data(), static_cast<uint32_t>(s.frame.size()), &kept, {.verify_icrc = false}) ==
+          wire::ParseError::kOk) {
+        Responder{*this, qp, kept, true}.run();
+      }
+    }
+    ooo_release(slot);
+  }
+}
+
+void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo) {
+  const bool fatal = wire::aeth::type(syndrome) == wire::aeth::kNak &&
+                     wire::aeth::value(syndrome) != wire::aeth::kNakPsnSequenceError;
+  if (qp.reads_count > 0 && !fatal) {
+    // IBA orders responses: an ACK must not overtake READ responses still to go.
+    qp.deferred_ack = true;
+    qp.deferred_syndrome = syndrome;
+    qp.deferred_psn = psn;
+    return;
+  }
+  wire::TransportFields t;
+  t.opcode = Opcode::kAck;
+  t.psn = psn;
+  t.syndrome = syndrome;
+  t.msn = qp.msn;
+  t.ecn = wire::kEcnNotEct;
+  queue_control(qp, qp.hdr, t, echo);
+  if (wire::aeth::type(syndrome) == wire::aeth::kAck) {
+    ++qp.counters.acks_sent;
+    qp.unacked = 0;
+    qp.ce_unacked = 0;
+  }
+}
+
+void Engine::Impl::finish_deferred_ack(Qp& qp) {
+  if (!qp.deferred_ack) return;
+  qp.deferred_ack = false;
+  ack(qp, qp.deferred_syndrome, qp.deferred_psn, nullptr);
+}
+
+void Engine::Impl::send_cnp(Qp& qp) {
+  // As ConnectX NICs send it: DSCP 48, UDP source port 0, BECN, PSN 0.
+  wire::PathFields path = path_fields(qp);
+  path.dscp = cfg.cnp_dscp;
+  path.udp_src_port = 0;
+  wire::HeaderTemplate cnp;
+  cnp.init(path);
+  wire::TransportFields t;
+  t.opcode = Opcode::kCnp;
+  t.becn = true;
+  queue_control(qp, cnp, t, nullptr);
+  ++qp.counters.cnps_sent;
+}
+
+}  // namespace tita::engine

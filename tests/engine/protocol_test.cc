@@ -1,0 +1,689 @@
+// Protocol tests: one engine, a peer played by hand-built frames, and the frames
+// the engine emits captured and parsed. Each test says what it expects on the
+// wire ("Expect:") in opcodes, PSNs and AETH syndromes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "tita/engine/engine.h"
+#include "tita/wire/psn.h"
+
+namespace tita::engine {
+namespace {
+
+using wire::Opcode;
+
+struct Capture : PacketIo {
+  std::vector<std::vector<uint8_t>> frames;
+  uint32_t space = 1024;
+  uint32_t tx_space() override { return space; }
+  void transmit(uint64_t, const TxFrame& f) override {
+    std::vector<uint8_t> b(f.hdr, f.hdr + f.hdr_len);
+    for (uint32_t i = 0; i < f.n_payload; ++i) {
+      const auto* p = static_cast<const uint8_t*>(f.payload[i].data);
+      b.insert(b.end(), p, p + f.payload[i].len);
+    }
+    b.insert(b.end(), f.tail, f.tail + f.tail_len);
+    frames.push_back(std::move(b));
+  }
+};
+
+constexpr uint32_t kPeerQpn = 0x100;
+constexpr uint32_t kSqPsn = 100;  // our first request PSN
+constexpr uint32_t kRqPsn = 500;  // the peer's first request PSN
+
+class Protocol : public testing::Test {
+ protected:
+  void SetUp() override { make(Recovery::kGoBackN); }
+
+  void make(Recovery recovery, uint32_t ack_req_every = 1000) {
+    EngineConfig cfg;
+    cfg.ack_req_every = ack_req_every;
+    cfg.ack_unsolicited = 1000;
+    eng = std::make_unique<Engine>(cfg, &io);
+    pd = eng->alloc_pd();
+    mem.assign(1 << 16, 0xee);
+    ASSERT_EQ(eng->reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &mr),
+              0);
+    ASSERT_EQ(eng->create_cq(256, &cq), 0);
+    ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
+    QpAttr a;
+    std::string err;
+    a.qp_state = QpState::kInit;
+    a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAccessFlags, &err), 0) << err;
+    a.qp_state = QpState::kRtr;
+    a.path_mtu = 1024;
+    a.dest_qp_num = kPeerQpn;
+    a.rq_psn = kRqPsn;
+    a.ah_attr.dgid = peer_gid;
+    std::memcpy(a.ah_attr.dmac, peer_mac, 6);
+    a.min_rnr_timer = 3;
+    a.recovery = recovery;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMinRnrTimer | kQpRecovery,
+                             &err),
+              0)
+        << err;
+    a.qp_state = QpState::kRts;
+    a.sq_psn = kSqPsn;
+    a.timeout = 4;  // 65.5 us
+    a.retry_cnt = 2;
+    a.rnr_retry = 1;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry, &err), 0) << err;
+  }
+
+  // A frame from the peer to our QP.
+  std::vector<uint8_t> from_peer(Opcode op, uint32_t psn, uint32_t payload_len = 0, uint8_t ecn = wire::kEcnEct0) {
+    wire::FrameFields f;
+    std::memcpy(f.src_mac, peer_mac, 6);
+    std::memcpy(f.dst_mac, eng->config().mac, 6);
+    f.src_gid = peer_gid;
+    f.dst_gid = eng->config().gid;
+    f.opcode = op;
+    f.dest_qp = qpn;
+    f.psn = psn;
+    f.ecn = ecn;
+    f.va = va;
+    f.rkey = rkey ? rkey : mr.rkey;
+    f.dma_len = dma_len;
+    f.syndrome = syndrome;
+    f.msn = 0;
+    f.ack_req = ack_req;
+    std::vector<uint8_t> payload(payload_len);
+    for (uint32_t i = 0; i < payload_len; ++i) payload[i] = static_cast<uint8_t>(i + psn);
+    const wire::Segment seg{payload.data(), payload_len};
+    std::vector<uint8_t> buf(payload_len + 256);
+    const int len = wire::build_frame(f, {&seg, payload_len ? 1u : 0u}, buf.data(), static_cast<uint32_t>(buf.size()));
+    buf.resize(static_cast<size_t>(len));
+    return buf;
+  }
+
+  void deliver(const std::vector<uint8_t>& frame) {
+    eng->receive(now, frame.data(), static_cast<uint32_t>(frame.size()));
+    eng->poll(now);
+  }
+
+  // The frames emitted since the last call, parsed (every one must parse).
+  std::vector<wire::Packet> sent() {
+    std::vector<wire::Packet> out;
+    for (size_t i = taken; i < io.frames.size(); ++i) {
+      wire::Packet p;
+      EXPECT_EQ(wire::parse(io.frames[i].data(), static_cast<uint32_t>(io.frames[i].size()), &p), wire::ParseError::kOk);
+      out.push_back(p);
+    }
+    taken = io.frames.size();
+    return out;
+  }
+
+  void advance(uint64_t ns) {
+    now += ns;
+    eng->poll(now);
+  }
+
+  std::vector<WorkCompletion> completions() {
+    std::vector<WorkCompletion> out(64);
+    out.resize(static_cast<size_t>(eng->poll_cq(cq, 64, out.data())));
+    return out;
+  }
+
+  int post(WrOpcode op, uint64_t off, uint32_t len, uint64_t wr_id = 1, uint32_t flags = kSendSignaled) {
+    Sge sge{mr.addr + off, len, mr.lkey};
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = flags;
+    wr.rdma.remote_addr = 0x7000;
+    wr.rdma.rkey = 0x4242;
+    const int rc = eng->post_send(qpn, &wr, nullptr);
+    eng->poll(now);
+    return rc;
+  }
+
+  void post_recv(uint64_t off, uint32_t len, uint64_t wr_id = 9) {
+    Sge sge{mr.addr + off, len, mr.lkey};
+    RecvWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ASSERT_EQ(eng->post_recv(qpn, &wr, nullptr), 0);
+  }
+
+  Capture io;
+  std::unique_ptr<Engine> eng;
+  uint32_t pd = 0, cq = 0, qpn = 0;
+  MrInfo mr;
+  std::vector<uint8_t> mem;
+  uint64_t now = 1'000'000;
+  size_t taken = 0;
+  uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x99};
+  wire::Gid peer_gid = wire::Gid::from_ipv4(0x0a000099);
+  // Extension fields of the next frame from the peer.
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+  uint32_t dma_len = 0;
+  uint8_t syndrome = wire::aeth::ack();
+  bool ack_req = true;
+};
+
+// ---------------------------------------------------------------- requester
+
+TEST_F(Protocol, SendIsSegmentedToTheMtu) {
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 3000), 0);
+  // Expect: SEND First, Middle, Last at PSN 100..102; AckReq only on Last; 1024+1024+952 bytes.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].opcode(), 0x00);
+  EXPECT_EQ(f[1].opcode(), 0x01);
+  EXPECT_EQ(f[2].opcode(), 0x02);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(f[i].psn(), kSqPsn + i);
+    EXPECT_EQ(f[i].dest_qp(), kPeerQpn);
+    EXPECT_EQ(f[i].ecn, wire::kEcnEct0);
+  }
+  EXPECT_FALSE(f[0].bth().ack_requested());
+  EXPECT_FALSE(f[1].bth().ack_requested());
+  EXPECT_TRUE(f[2].bth().ack_requested());
+  EXPECT_EQ(f[0].payload_len, 1024u);
+  EXPECT_EQ(f[2].payload_len, 952u);
+  EXPECT_EQ(0, std::memcmp(f[2].payload(), mem.data() + 2048, 952));
+  // Data packets carry a COLLECT telemetry trailer with the send time.
+  ASSERT_NE(f[0].telemetry(), nullptr);
+  EXPECT_TRUE(f[0].telemetry()->collect());
+  EXPECT_EQ(f[0].telemetry()->ts_ns.get(), static_cast<uint32_t>(now));
+}
+
+TEST_F(Protocol, WriteAndReadRequestsCarryReth) {
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 1), 0);
+  ASSERT_EQ(post(WrOpcode::kRdmaRead, 64, 5000, 2), 0);
+  ASSERT_EQ(post(WrOpcode::kSendWithImm, 0, 8, 3), 0);
+  // Expect: WRITE Only (RETH, 1 byte + 3 pad) at 100; READ Request for 5000 bytes at 101
+  // taking PSNs 101..105; SEND Only with Immediate at 106.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].opcode(), 0x0a);
+  EXPECT_EQ(f[0].reth()->va.get(), 0x7000u);
+  EXPECT_EQ(f[0].reth()->rkey.get(), 0x4242u);
+  EXPECT_EQ(f[0].reth()->dma_len.get(), 1u);
+  EXPECT_EQ(f[0].pad, 3);
+  EXPECT_EQ(f[1].opcode(), 0x0c);
+  EXPECT_EQ(f[1].psn(), 101u);
+  EXPECT_EQ(f[1].reth()->dma_len.get(), 5000u);
+  EXPECT_EQ(f[1].payload_len, 0u);
+  EXPECT_EQ(f[2].opcode(), 0x05);
+  EXPECT_EQ(f[2].psn(), 106u);
+}
+
+TEST_F(Protocol, AckCompletesInOrderAndOnlySignaled) {
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 100, 1, 0), 0);  // unsignaled
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 100, 2), 0);
+  sent();
+  // An ACK for the first only: nothing to report (unsignaled).
+  syndrome = wire::aeth::ack();
+  deliver(from_peer(Opcode::kAck, 100));
+  EXPECT_TRUE(completions().empty());
+  deliver(from_peer(Opcode::kAck, 101));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].wr_id, 2u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kSend);
+}
+
+TEST_F(Protocol, SequenceNakGoesBackN) {
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 4096), 0);  // PSN 100..103
+  EXPECT_EQ(sent().size(), 4u);
+  // Expect: NAK(PSN sequence error) at 102 acknowledges 100..101 and resends 102, 103.
+  syndrome = wire::aeth::nak(wire::aeth::kNakPsnSequenceError);
+  deliver(from_peer(Opcode::kAck, 102));
+  auto f = sent();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].psn(), 102u);
+  EXPECT_EQ(f[0].opcode(), 0x01);  // still a Middle: the same packet again
+  EXPECT_TRUE(f[0].bth().ack_requested());  // retransmissions ask for an ACK
+  EXPECT_EQ(f[1].psn(), 103u);
+  EXPECT_EQ(eng->qp_counters(qpn)->retransmitted_packets, 2u);
+}
+
+TEST_F(Protocol, TimeoutRetransmitsThenFailsWithRetryExceeded) {
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 10), 0);
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 10, 2), 0);
+  EXPECT_EQ(sent().size(), 2u);
+  // timeout 4: 65.536 us, doubling per timeout; retry_cnt 2.
+  advance(65'000);
+  EXPECT_TRUE(sent().empty());
+  advance(1'000);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].psn(), 100u);
+  advance(131'072);
+  EXPECT_EQ(sent().size(), 2u);  // second retry, after twice the time
+  advance(262'144);
+  // Expect: retries exhausted: the first WR fails, the second is flushed, the QP is in error.
+  EXPECT_TRUE(sent().empty());
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(wc[1].status, WcStatus::kWrFlushErr);
+  QpAttr a;
+  eng->query_qp(qpn, &a);
+  EXPECT_EQ(a.qp_state, QpState::kError);
+  EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 3u);
+}
+
+TEST_F(Protocol, RnrNakWaitsForTheTimerThenRetries) {
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 10), 0);
+  sent();
+  syndrome = wire::aeth::rnr_nak(1);  // 10 us
+  deliver(from_peer(Opcode::kAck, 100));
+  advance(9'000);
+  EXPECT_TRUE(sent().empty());
+  advance(1'000);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].psn(), 100u);
+  // rnr_retry 1: a second RNR NAK ends it.
+  deliver(from_peer(Opcode::kAck, 100));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kRnrRetryExcErr);
+}
+
+TEST_F(Protocol, RemoteAccessNakFailsTheWrAndFlushesTheRest) {
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 10, 1), 0);
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 10, 2), 0);
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 10, 3), 0);
+  sent();
+  syndrome = wire::aeth::ack();
+  deliver(from_peer(Opcode::kAck, 100));
+  syndrome = wire::aeth::nak(wire::aeth::kNakRemoteAccessError);
+  deliver(from_peer(Opcode::kAck, 101));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 3u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[1].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(wc[1].wr_id, 2u);
+  EXPECT_EQ(wc[2].status, WcStatus::kWrFlushErr);
+  // Posting to a QP in error completes at once with a flush.
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 1, 4), 0);
+  wc = completions();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kWrFlushErr);
+}
+
+TEST_F(Protocol, ReadResponsesLandInLocalMemoryAndComplete) {
+  ASSERT_EQ(post(WrOpcode::kRdmaRead, 4096, 2000), 0);  // PSNs 100, 101
+  sent();
+  deliver(from_peer(Opcode::kReadResponseFirst, 100, 1024));
+  EXPECT_TRUE(completions().empty());
+  deliver(from_peer(Opcode::kReadResponseLast, 101, 976));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].opcode, WcOpcode::kRdmaRead);
+  EXPECT_EQ(wc[0].byte_len, 2000u);
+  for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(mem[4096 + i], static_cast<uint8_t>(i + 100));
+  for (uint32_t i = 0; i < 976; ++i) ASSERT_EQ(mem[4096 + 1024 + i], static_cast<uint8_t>(i + 101));
+  EXPECT_EQ(mem[4096 + 2000], 0xee);  // not a byte more
+}
+
+TEST_F(Protocol, AtomicsAreRejectedClearly) {
+  EXPECT_EQ(post(WrOpcode::kAtomicFetchAndAdd, 0, 8), -EOPNOTSUPP);
+  EXPECT_EQ(post(WrOpcode::kAtomicCmpAndSwp, 0, 8), -EOPNOTSUPP);
+  EXPECT_TRUE(sent().empty());
+}
+
+// ---------------------------------------------------------------- responder
+
+TEST_F(Protocol, InOrderWriteIsPlacedAndAcknowledgedWithMsn) {
+  va = mr.addr + 100;
+  dma_len = 1024 + 10;
+  ack_req = false;
+  deliver(from_peer(Opcode::kWriteFirst, kRqPsn, 1024));
+  EXPECT_TRUE(sent().empty());  // no AckReq: no ACK yet
+  ack_req = true;
+  deliver(from_peer(Opcode::kWriteLast, kRqPsn + 1, 10));
+  // Expect: ACK for PSN 501, MSN 1, credit code "unlimited".
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), 0x11);
+  EXPECT_EQ(f[0].psn(), kRqPsn + 1);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x1f);
+  EXPECT_EQ(f[0].aeth()->msn.get(), 1u);
+  EXPECT_EQ(f[0].dest_qp(), kPeerQpn);
+  for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(mem[100 + i], static_cast<uint8_t>(i + kRqPsn));
+  for (uint32_t i = 0; i < 10; ++i) ASSERT_EQ(mem[1124 + i], static_cast<uint8_t>(i + kRqPsn + 1));
+  EXPECT_EQ(mem[1134], 0xee);
+}
+
+TEST_F(Protocol, OutOfOrderIsNakedOnceThenRecovers) {
+  post_recv(0, 4096);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 1, 8));
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 2, 8));
+  // Expect: one NAK(PSN sequence error) for 500; the second gap packet is dropped silently.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x60);
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x1f);
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  EXPECT_EQ(eng->qp_counters(qpn)->nak_seq_sent, 1u);
+}
+
+TEST_F(Protocol, DuplicateIsAcknowledgedAgainNotExecuted) {
+  post_recv(0, 4096, 1);
+  post_recv(0, 4096, 2);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  sent();
+  EXPECT_EQ(completions().size(), 1u);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x1f);
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  EXPECT_TRUE(completions().empty());  // the second receive is still posted
+  EXPECT_EQ(eng->qp_counters(qpn)->duplicates_received, 1u);
+}
+
+TEST_F(Protocol, SendWithoutReceiveGetsRnrNak) {
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  // Expect: RNR NAK with this QP's min_rnr_timer (3) for the packet's PSN.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x20 | 3);
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  // The QP stays usable: once a receive is posted, the retry lands.
+  post_recv(0, 64);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  EXPECT_EQ(sent()[0].aeth()->syndrome, 0x1f);
+}
+
+TEST_F(Protocol, ReadRequestIsAnsweredWithResponses) {
+  for (int i = 0; i < 3000; ++i) mem[200 + i] = static_cast<uint8_t>(i * 3);
+  va = mr.addr + 200;
+  dma_len = 3000;
+  deliver(from_peer(Opcode::kReadRequest, kRqPsn));
+  // Expect: READ Response First/Middle/Last at 500..502, AETH on First and Last.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].opcode(), 0x0d);
+  EXPECT_EQ(f[1].opcode(), 0x0e);
+  EXPECT_EQ(f[2].opcode(), 0x0f);
+  EXPECT_NE(f[0].aeth(), nullptr);
+  EXPECT_EQ(f[1].aeth(), nullptr);
+  EXPECT_NE(f[2].aeth(), nullptr);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(f[i].psn(), kRqPsn + i);
+  EXPECT_EQ(f[2].payload_len, 3000u - 2048u);
+  EXPECT_EQ(0, std::memcmp(f[1].payload(), mem.data() + 200 + 1024, 1024));
+  // The next request PSN is after all three responses.
+  post_recv(0, 64);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 3, 4));
+  EXPECT_EQ(sent()[0].psn(), kRqPsn + 3);
+}
+
+TEST_F(Protocol, CeMarkedDataTriggersOneCnpPerInterval) {
+  post_recv(0, 4096, 1);
+  post_recv(0, 4096, 2);
+  post_recv(0, 4096, 3);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8, wire::kEcnCe));
+  // Expect: a CNP (0x81, BECN, to the peer QP, DSCP 48) and the ACK.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].opcode(), 0x81);
+  EXPECT_TRUE(f[0].bth().becn());
+  EXPECT_EQ(f[0].dest_qp(), kPeerQpn);
+  EXPECT_EQ(f[0].dscp, 48);
+  now += 10'000;  // within the 50 us CNP interval: no second CNP
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 1, 8, wire::kEcnCe));
+  EXPECT_EQ(sent().size(), 1u);
+  now += 50'000;
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 2, 8, wire::kEcnCe));
+  EXPECT_EQ(sent().size(), 2u);
+  EXPECT_EQ(eng->qp_counters(qpn)->cnps_sent, 2u);
+  EXPECT_EQ(eng->qp_counters(qpn)->ecn_ce_received, 3u);
+}
+
+TEST_F(Protocol, AckEchoesTelemetryHopsAndTimestamp) {
+  post_recv(0, 64);
+  auto frame = from_peer(Opcode::kSendOnly, kRqPsn, 8);
+  const size_t end = frame.size();
+  frame.resize(end + wire::kMaxTelemetryBytes);
+  uint32_t len = static_cast<uint32_t>(end) + wire::telemetry_write(frame.data() + end, wire::TelemetryHdr::kCollect, 777);
+  len = wire::telemetry_push(frame.data(), len, static_cast<uint32_t>(frame.size()), 100'000, 11, 22, 33);
+  len = wire::telemetry_push(frame.data(), len, static_cast<uint32_t>(frame.size()), 400'000, 44, 55, 66);
+  frame.resize(len);
+  deliver(frame);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  const wire::TelemetryHdr* t = f[0].telemetry();
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->echo());
+  EXPECT_EQ(t->ts_ns.get(), 777u);
+  ASSERT_EQ(t->hops(), 2);
+  EXPECT_EQ(wire::telemetry_hops(t)[1].rate_mbps.get(), 400'000u);
+  EXPECT_EQ(wire::telemetry_hops(t)[1].qlen_bytes.get(), 66u);
+}
+
+TEST_F(Protocol, SelectiveRepeatKeepsOutOfOrderAndSacksIt) {
+  make(Recovery::kSelectiveRepeat);
+  io.frames.clear();
+  taken = 0;
+  post_recv(0, 64, 1);
+  post_recv(64, 64, 2);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 1, 8));
+  // Expect: NAK(sequence error) for 500 carrying SACK 501; nothing completes yet.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x60);
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  ASSERT_NE(wire::telemetry_sack(f[0].telemetry()), nullptr);
+  EXPECT_EQ(wire::telemetry_sack(f[0].telemetry())->psn.get(), kRqPsn + 1);
+  EXPECT_TRUE(completions().empty());
+  // The gap fills: both execute, in order.
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  EXPECT_EQ(wc[1].wr_id, 2u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(mem[64 + i], static_cast<uint8_t>(i + kRqPsn + 1));
+}
+
+TEST_F(Protocol, SelectiveRepeatResendsOnlyTheHoles) {
+  make(Recovery::kSelectiveRepeat);
+  io.frames.clear();
+  taken = 0;
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 6 * 1024), 0);  // PSN 100..105
+  EXPECT_EQ(sent().size(), 6u);
+  // The peer has 100, and 102 and 104 out of order: 101 and 103 are missing.
+  syndrome = wire::aeth::nak(wire::aeth::kNakPsnSequenceError);
+  auto nak = [&](uint32_t sack) {
+    auto fr = from_peer(Opcode::kAck, 101);
+    const size_t end = fr.size();
+    fr.resize(end + wire::telemetry_bytes(0, true));
+    wire::telemetry_write(fr.data() + end, wire::TelemetryHdr::kEcho, 0);
+    fr[end + 1] |= wire::TelemetryHdr::kSack;
+    reinterpret_cast<wire::TelemetrySack*>(fr.data() + end + sizeof(wire::TelemetryHdr))->psn.set(sack);
+    return fr;
+  };
+  deliver(nak(102));
+  deliver(nak(104));
+  // Expect: 101 and 103 again, nothing else.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].psn(), 101u);
+  EXPECT_EQ(f[1].psn(), 103u);
+}
+
+// ---------------------------------------------------------------- errors never touch memory
+
+class AccessViolation : public Protocol {
+ protected:
+  void expect_access_nak(Opcode op, uint32_t payload) {
+    const std::vector<uint8_t> before = mem;
+    deliver(from_peer(op, kRqPsn, payload));
+    auto f = sent();
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].opcode(), 0x11);
+    EXPECT_EQ(f[0].aeth()->syndrome, 0x62);  // NAK: remote access error
+    EXPECT_EQ(f[0].psn(), kRqPsn);
+    EXPECT_TRUE(mem == before) << "memory changed";
+    QpAttr a;
+    eng->query_qp(qpn, &a);
+    EXPECT_EQ(a.qp_state, QpState::kError);
+    EXPECT_EQ(eng->qp_counters(qpn)->nak_access_sent, 1u);
+  }
+};
+
+TEST_F(AccessViolation, WrongRkey) {
+  va = mr.addr;
+  dma_len = 16;
+  rkey = mr.rkey ^ 0x100;
+  expect_access_nak(Opcode::kWriteOnly, 16);
+}
+
+TEST_F(AccessViolation, WriteBeyondTheRegion) {
+  va = mr.addr + mem.size() - 8;
+  dma_len = 16;
+  expect_access_nak(Opcode::kWriteOnly, 16);
+}
+
+TEST_F(AccessViolation, WriteBeforeTheRegion) {
+  va = mr.addr - 1;
+  dma_len = 16;
+  expect_access_nak(Opcode::kWriteOnly, 16);
+}
+
+TEST_F(AccessViolation, AddressWrapsAround) {
+  va = ~0ull - 4;
+  dma_len = 16;
+  expect_access_nak(Opcode::kWriteOnly, 16);
+}
+
+TEST_F(AccessViolation, ReadBeyondTheRegion) {
+  va = mr.addr + 100;
+  dma_len = static_cast<uint32_t>(mem.size());
+  expect_access_nak(Opcode::kReadRequest, 0);
+}
+
+TEST_F(AccessViolation, WriteWithoutPermission) {
+  MrInfo ro;
+  std::vector<uint8_t> other(256, 0x11);
+  ASSERT_EQ(eng->reg_mr(pd, other.data(), other.size(), kAccessLocalWrite | kAccessRemoteRead, &ro), 0);
+  va = ro.addr;
+  dma_len = 16;
+  rkey = ro.rkey;
+  expect_access_nak(Opcode::kWriteOnly, 16);
+  for (uint8_t b : other) ASSERT_EQ(b, 0x11);
+}
+
+TEST_F(AccessViolation, ReadWithoutPermission) {
+  MrInfo wo;
+  std::vector<uint8_t> other(256, 0x11);
+  ASSERT_EQ(eng->reg_mr(pd, other.data(), other.size(), kAccessLocalWrite | kAccessRemoteWrite, &wo), 0);
+  va = wo.addr;
+  dma_len = 16;
+  rkey = wo.rkey;
+  expect_access_nak(Opcode::kReadRequest, 0);
+}
+
+TEST_F(AccessViolation, DeregisteredRegion) {
+  const uint32_t key = mr.rkey;
+  ASSERT_EQ(eng->dereg_mr(mr.lkey), 0);
+  va = mr.addr;
+  dma_len = 16;
+  rkey = key;
+  expect_access_nak(Opcode::kWriteOnly, 16);
+}
+
+TEST_F(Protocol, WriteLongerThanItsRethIsInvalid) {
+  va = mr.addr;
+  dma_len = 1500;  // First carries 1024, Last would have to carry 476
+  ack_req = false;
+  deliver(from_peer(Opcode::kWriteFirst, kRqPsn, 1024));
+  const std::vector<uint8_t> before = mem;
+  deliver(from_peer(Opcode::kWriteLast, kRqPsn + 1, 600));
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x61);  // NAK: invalid request
+  EXPECT_TRUE(mem == before);
+}
+
+TEST_F(Protocol, OpcodeOutOfSequenceIsInvalid) {
+  deliver(from_peer(Opcode::kSendMiddle, kRqPsn, 1024));
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x61);
+}
+
+TEST_F(Protocol, BadFramesAreCountedAndDropped) {
+  auto frame = from_peer(Opcode::kSendOnly, kRqPsn, 8);
+  frame[frame.size() - 1] ^= 1;  // ICRC
+  deliver(frame);
+  frame = from_peer(Opcode::kSendOnly, kRqPsn, 8);
+  frame[42 + 5] ^= 0x40;  // another destination QP
+  wire::Packet p;
+  ASSERT_EQ(wire::parse(frame.data(), static_cast<uint32_t>(frame.size()), &p), wire::ParseError::kBadIcrc);
+  frame.resize(20);
+  deliver(frame);
+  EXPECT_TRUE(sent().empty());
+  const EngineCounters& c = eng->counters();
+  EXPECT_EQ(c.rx_parse_errors[static_cast<size_t>(wire::ParseError::kBadIcrc)], 1u);
+  EXPECT_EQ(c.rx_parse_errors[static_cast<size_t>(wire::ParseError::kTruncated)], 1u);
+  EXPECT_EQ(c.rx_dropped, 2u);
+}
+
+// ---------------------------------------------------------------- verbs
+
+TEST(Verbs, ModifyQpNamesWhatIsMissingOrWrong) {
+  Capture io;
+  Engine eng(EngineConfig{}, &io);
+  const uint32_t pd = eng.alloc_pd();
+  uint32_t cq, qpn;
+  ASSERT_EQ(eng.create_cq(16, &cq), 0);
+  ASSERT_EQ(eng.create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
+  std::string err;
+  QpAttr a;
+  a.qp_state = QpState::kRts;
+  EXPECT_EQ(eng.modify_qp(qpn, a, kQpState, &err), -EINVAL);
+  EXPECT_EQ(err, "modify_qp: no transition from RESET to RTS");
+  a.qp_state = QpState::kInit;
+  ASSERT_EQ(eng.modify_qp(qpn, a, kQpState, &err), 0);
+  a.qp_state = QpState::kRtr;
+  EXPECT_EQ(eng.modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpRqPsn, &err), -EINVAL);
+  EXPECT_EQ(err, "modify_qp: INIT -> RTR needs dest_qp_num");
+  a.path_mtu = 1500;
+  EXPECT_EQ(eng.modify_qp(qpn, a, kQpState | kQpPathMtu, &err), -EINVAL);
+  EXPECT_EQ(err, "modify_qp: path_mtu 1500 is not 256, 512, 1024, 2048 or 4096");
+  EXPECT_EQ(eng.modify_qp(qpn + 1000, a, kQpState, &err), -EINVAL);
+  EXPECT_EQ(err, "modify_qp: no QP " + std::to_string(qpn + 1000));
+  EXPECT_EQ(eng.set_cc(qpn, "reno", {}, &err), -ENOENT);
+  EXPECT_NE(err.find("unknown congestion control 'reno'"), std::string::npos) << err;
+}
+
+TEST(Verbs, PostingChecksItsArguments) {
+  Capture io;
+  Engine eng(EngineConfig{}, &io);
+  const uint32_t pd = eng.alloc_pd();
+  uint32_t cq, qpn;
+  ASSERT_EQ(eng.create_cq(16, &cq), 0);
+  EXPECT_EQ(eng.create_qp(pd, {.send_cq = cq, .recv_cq = 7}, &qpn), -EINVAL);
+  EXPECT_EQ(eng.create_qp(pd, {.send_cq = cq, .recv_cq = cq, .max_sge = kMaxSge + 1}, &qpn), -EINVAL);
+  ASSERT_EQ(eng.create_qp(pd, {.send_cq = cq, .recv_cq = cq, .max_send_wr = 2}, &qpn), 0);
+  SendWr wr;
+  const SendWr* bad = nullptr;
+  EXPECT_EQ(eng.post_send(qpn, &wr, &bad), -EINVAL);  // QP in RESET
+  EXPECT_EQ(bad, &wr);
+  std::vector<uint8_t> mem(64);
+  MrInfo mr;
+  EXPECT_EQ(eng.reg_mr(pd, mem.data(), 0, 0, &mr), -EINVAL);
+  EXPECT_EQ(eng.reg_mr(pd, mem.data(), 64, kAccessRemoteWrite, &mr), -EINVAL);  // needs local write
+  EXPECT_EQ(eng.reg_mr(99, mem.data(), 64, 0, &mr), -EINVAL);
+  EXPECT_EQ(eng.dereg_mr(12345), -ENOENT);
+}
+
+}  // namespace
+}  // namespace tita::engine
