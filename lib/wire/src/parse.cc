@@ -69,14 +69,24 @@ Gid Packet::dst_gid() const {
 }
 
 uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len) {
-  // RFC 1071 over 16-bit big-endian words, the checksum field (bytes 10-11) left out.
+  // RFC 1071, in 32-bit words (the one's-complement sum is byte-order independent
+  // and folds the same), with the checksum field counted as zero.
   const auto* p = reinterpret_cast<const uint8_t*>(&ip);
-  uint32_t sum = 0;
-  for (uint32_t i = 0; i < 10; i += 2) sum += uint32_t{p[i]} << 8 | p[i + 1];
-  for (uint32_t i = 12; i + 1 < len; i += 2) sum += uint32_t{p[i]} << 8 | p[i + 1];
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, p + i, 4);
+    sum += w;
+  }
+  uint16_t stored;
+  std::memcpy(&stored, p + 10, 2);
+  sum -= uint64_t{stored} << 16;  // bytes 10-11 are the high half of the third little-endian word
+  sum = (sum & 0xffffffff) + (sum >> 32);
+  sum = (sum & 0xffffffff) + (sum >> 32);
+  uint32_t s32 = static_cast<uint32_t>(sum);
+  s32 = (s32 & 0xffff) + (s32 >> 16);
+  s32 = (s32 & 0xffff) + (s32 >> 16);
+  return __builtin_bswap16(static_cast<uint16_t>(~s32));
 }
 
 namespace {

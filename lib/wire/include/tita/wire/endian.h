@@ -12,16 +12,37 @@ struct BigEndian {
   static_assert(N >= 1 && N <= 8 && N <= static_cast<int>(sizeof(T)));
   uint8_t b[N];
 
-  constexpr T get() const {
-    T v = 0;
-    for (int i = 0; i < N; ++i) v = static_cast<T>((v << 8) | b[i]);
-    return v;
-  }
-  constexpr void set(T v) {
-    for (int i = N - 1; i >= 0; --i) {
-      b[i] = static_cast<uint8_t>(v & 0xff);
-      v = static_cast<T>(v >> 8);
+  // Whole-word loads and stores with one byte swap for the natural widths; a
+  // byte loop for 24 bits.
+  T get() const {
+    if constexpr (N == 2 || N == 4 || N == 8) {
+      T v;
+      std::memcpy(&v, b, N);
+      return swap(v);
+    } else {
+      T v = 0;
+      for (int i = 0; i < N; ++i) v = static_cast<T>((v << 8) | b[i]);
+      return v;
     }
+  }
+  void set(T v) {
+    if constexpr (N == 2 || N == 4 || N == 8) {
+      v = swap(v);
+      std::memcpy(b, &v, N);
+    } else {
+      for (int i = N - 1; i >= 0; --i) {
+        b[i] = static_cast<uint8_t>(v & 0xff);
+        v = static_cast<T>(v >> 8);
+      }
+    }
+  }
+
+ private:
+  static T swap(T v) {
+    if constexpr (N == 2) return static_cast<T>(__builtin_bswap16(static_cast<uint16_t>(v)));
+    if constexpr (N == 4) return static_cast<T>(__builtin_bswap32(static_cast<uint32_t>(v)));
+    if constexpr (N == 8) return static_cast<T>(__builtin_bswap64(static_cast<uint64_t>(v)));
+    return v;
   }
 };
 
