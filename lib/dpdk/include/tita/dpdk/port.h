@@ -1,0 +1,101 @@
+// DPDK ports for tita: EAL start-up, a TSC clock in nanoseconds, and an Ethernet
+// port opened with its own mempool and queues. Nothing here assumes a vdev: the
+// same code opens net_ring, net_memif, net_vhost / net_virtio_user, net_af_xdp,
+// net_af_packet, net_tap and PCI NICs (mlx5 in the lab).
+//
+// This part and apps/ are the only places that include DPDK headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace tita::dpdk {
+
+// rte_eal_init with the usual contract: EAL arguments first, then "--", then the
+// tool's own. Returns how many arguments EAL consumed (the tool parses
+// argv + n), or -1 with rte_strerror's message in *err.
+int eal_init(int argc, char** argv, std::string* err);
+
+// Nanoseconds from the TSC, as the engine's clock.
+class TscClock {
+ public:
+  TscClock();
+  uint64_t now_ns() const;
+
+ private:
+  uint64_t hz_;
+  uint64_t base_;
+};
+
+struct PortConfig {
+  uint16_t rx_queues = 1;
+  uint16_t tx_queues = 1;
+  uint16_t rx_descs = 1024;
+  uint16_t tx_descs = 1024;
+  uint32_t mbufs = 8191;         // per port, shared by its queues
+  uint16_t mbuf_data_bytes = 4096 + 512;  // a whole 4 KB-MTU RoCE frame in one segment
+  uint16_t mtu = 4500;           // L3 MTU asked of the port (vdevs may cap it)
+  bool promiscuous = true;
+  bool rss_udp = true;           // spread receive queues over UDP ports, where supported
+};
+
+struct PortStats {
+  uint64_t rx_packets = 0;
+  uint64_t tx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t rx_missed = 0;  // dropped by the port for lack of descriptors or buffers
+  uint64_t tx_dropped = 0;  // tita's own count: bursts the port did not take
+};
+
+class Port {
+ public:
+  Port() = default;
+  ~Port();
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  // Opens a port by DPDK name ("net_ring0", "0000:3b:00.0", "net_memif") or by
+  // number ("0"), configures queues and its mempool, and starts it.
+  // -ENODEV: no such port; other -errno with a one-line message.
+  int open(std::string_view name, const PortConfig& cfg, std::string* err);
+  void close();
+
+  uint16_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const uint8_t* mac() const { return mac_; }
+  rte_mempool* pool() const { return pool_; }
+  uint16_t rx_queues() const { return cfg_.rx_queues; }
+  uint16_t tx_queues() const { return cfg_.tx_queues; }
+  uint16_t max_frame_bytes() const { return max_frame_; }
+  bool multi_segment_tx() const { return multi_seg_; }  // chained mbufs (external payload) accepted
+
+  uint16_t rx(uint16_t queue, rte_mbuf** pkts, uint16_t n);
+  // Transmits up to n; returns how many the port took. The caller owns the rest.
+  uint16_t tx(uint16_t queue, rte_mbuf** pkts, uint16_t n);
+  // Transmits all n, retrying briefly; frees and counts what the port refuses.
+  void tx_all(uint16_t queue, rte_mbuf** pkts, uint16_t n);
+  bool link_up() const;
+  PortStats stats() const;
+
+ private:
+  uint16_t id_ = UINT16_MAX;
+  std::string name_;
+  PortConfig cfg_;
+  rte_mempool* pool_ = nullptr;
+  uint8_t mac_[6] = {};
+  uint16_t max_frame_ = 1518;
+  bool multi_seg_ = false;
+  bool started_ = false;
+  uint64_t tx_dropped_ = 0;
+};
+
+// Attaches a vdev after EAL start-up (rte_dev_probe), e.g. a virtio-user port
+// that must connect to a vhost port this same process created first.
+int hotplug(std::string_view devargs, std::string* err);
+
+}  // namespace tita::dpdk

@@ -1,0 +1,186 @@
+#include "tita/dpdk/port.h"
+
+#include <rte_bus_vdev.h>
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace tita::dpdk {
+
+int eal_init(int argc, char** argv, std::string* err) {
+  const int n = rte_eal_init(argc, argv);
+  if (n < 0) {
+    *err = std::string("EAL: ") + rte_strerror(rte_errno);
+    return -1;
+  }
+  return n;
+}
+
+TscClock::TscClock() : hz_(rte_get_tsc_hz()), base_(rte_get_tsc_cycles()) {}
+
+uint64_t TscClock::now_ns() const {
+  const uint64_t c = rte_get_tsc_cycles() - base_;
+  // Split to keep cycles * 1e9 from overflowing.
+  return c / hz_ * 1'000'000'000ull + (c % hz_) * 1'000'000'000ull / hz_;
+}
+
+int hotplug(std::string_view devargs, std::string* err) {
+  const std::string s(devargs);
+  const int rc = rte_dev_probe(s.c_str());
+  if (rc < 0) {
+    *err = "cannot attach " + s + ": " + rte_strerror(-rc);
+    return rc;
+  }
+  return 0;
+}
+
+Port::~Port() { close(); }
+
+int Port::open(std::string_view name, const PortConfig& cfg, std::string* err) {
+  close();
+  name_ = std::string(name);
+  cfg_ = cfg;
+  uint16_t id = UINT16_MAX;
+  unsigned number = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), number);
+  if (ec == std::errc() && end == name.data() + name.size()) {
+    if (!rte_eth_dev_is_valid_port(static_cast<uint16_t>(number))) {
+      *err = "no DPDK port " + name_;
+      return -ENODEV;
+    }
+    id = static_cast<uint16_t>(number);
+  } else if (rte_eth_dev_get_port_by_name(name_.c_str(), &id) != 0) {
+    *err = "no DPDK port named " + name_ + " (give it with --vdev or -a on the EAL command line)";
+    return -ENODEV;
+  }
+  id_ = id;
+
+  rte_eth_dev_info info;
+  if (int rc = rte_eth_dev_info_get(id_, &info); rc != 0) {
+    *err = name_ + ": " + rte_strerror(-rc);
+    return rc;
+  }
+  const uint16_t rxq = std::min<uint16_t>(cfg.rx_queues, info.max_rx_queues);
+  const uint16_t txq = std::min<uint16_t>(cfg.tx_queues, info.max_tx_queues);
+  if (rxq != cfg.rx_queues || txq != cfg.tx_queues) {
+    *err = name_ + ": asked for " + std::to_string(cfg.rx_queues) + "/" + std::to_string(cfg.tx_queues) +
+           " rx/tx queues, the port has " + std::to_string(info.max_rx_queues) + "/" +
+           std::to_string(info.max_tx_queues);
+    return -EINVAL;
+  }
+
+  const std::string pool_name = "tita_" + std::to_string(id_);
+  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 256, 0,
+                                  static_cast<uint16_t>(cfg.mbuf_data_bytes + RTE_PKTMBUF_HEADROOM),
+                                  rte_eth_dev_socket_id(id_));
+  if (pool_ == nullptr) {
+    *err = name_ + ": mempool of " + std::to_string(cfg.mbufs) + " mbufs: " + rte_strerror(rte_errno);
+    return -ENOMEM;
+  }
+
+  rte_eth_conf conf{};
+  if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0) {
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    multi_seg_ = true;
+  }
+  if (cfg.rss_udp && rxq > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_UDP) != 0) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_UDP & info.flow_type_rss_offloads;
+  }
+  if (int rc = rte_eth_dev_configure(id_, rxq, txq, &conf); rc != 0) {
+    *err = name_ + ": configure: " + rte_strerror(-rc);
+    return rc;
+  }
+  // Ask for a jumbo-capable MTU; ports that cannot keep their own.
+  const uint16_t mtu = std::min<uint16_t>(cfg.mtu, static_cast<uint16_t>(info.max_mtu));
+  if (rte_eth_dev_set_mtu(id_, mtu) == 0) {
+    max_frame_ = static_cast<uint16_t>(mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN);
+  } else {
+    uint16_t cur = RTE_ETHER_MTU;
+    rte_eth_dev_get_mtu(id_, &cur);
+    max_frame_ = static_cast<uint16_t>(cur + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN);
+  }
+  uint16_t nb_rx = cfg.rx_descs, nb_tx = cfg.tx_descs;
+  rte_eth_dev_adjust_nb_rx_tx_desc(id_, &nb_rx, &nb_tx);
+  const int socket = rte_eth_dev_socket_id(id_);
+  for (uint16_t q = 0; q < rxq; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(id_, q, nb_rx, static_cast<unsigned>(socket), nullptr, pool_); rc != 0) {
+      *err = name_ + ": rx queue " + std::to_string(q) + ": " + rte_strerror(-rc);
+      return rc;
+    }
+  }
+  rte_eth_txconf txconf = info.default_txconf;
+  txconf.offloads = conf.txmode.offloads;
+  for (uint16_t q = 0; q < txq; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(id_, q, nb_tx, static_cast<unsigned>(socket), &txconf); rc != 0) {
+      *err = name_ + ": tx queue " + std::to_string(q) + ": " + rte_strerror(-rc);
+      return rc;
+    }
+  }
+  if (int rc = rte_eth_dev_start(id_); rc != 0) {
+    *err = name_ + ": start: " + rte_strerror(-rc);
+    return rc;
+  }
+  started_ = true;
+  if (cfg.promiscuous) rte_eth_promiscuous_enable(id_);
+  rte_ether_addr addr;
+  rte_eth_macaddr_get(id_, &addr);
+  std::memcpy(mac_, addr.addr_bytes, 6);
+  return 0;
+}
+
+void Port::close() {
+  if (started_) {
+    rte_eth_dev_stop(id_);
+    started_ = false;
+  }
+  if (pool_ != nullptr) {
+    // The port may still hold mbufs of this pool until it is closed.
+    rte_eth_dev_close(id_);
+    rte_mempool_free(pool_);
+    pool_ = nullptr;
+  }
+  id_ = UINT16_MAX;
+}
+
+uint16_t Port::rx(uint16_t queue, rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(id_, queue, pkts, n); }
+
+uint16_t Port::tx(uint16_t queue, rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(id_, queue, pkts, n); }
+
+void Port::tx_all(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+  uint16_t sent = 0;
+  for (int tries = 0; sent < n && tries < 64; ++tries) sent += rte_eth_tx_burst(id_, queue, pkts + sent, n - sent);
+  if (sent < n) {
+    rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+    tx_dropped_ += n - sent;
+  }
+}
+
+bool Port::link_up() const {
+  rte_eth_link link{};
+  return rte_eth_link_get_nowait(id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+PortStats Port::stats() const {
+  rte_eth_stats s{};
+  rte_eth_stats_get(id_, &s);
+  PortStats out;
+  out.rx_packets = s.ipackets;
+  out.tx_packets = s.opackets;
+  out.rx_bytes = s.ibytes;
+  out.tx_bytes = s.obytes;
+  out.rx_missed = s.imissed + s.rx_nombuf;
+  out.tx_dropped = tx_dropped_;
+  return out;
+}
+
+}  // namespace tita::dpdk
