@@ -142,12 +142,16 @@ struct Responder {
 
   // Selective repeat: keeps a copy of the frame in PSN order, once.
   void keep() {
-    uint32_t* link = &qp.ooo_head;
-    while (*link != kNil && psn_diff(m.ooo[*link].psn, psn) < 0) link = &m.ooo[*link].next;
-    if (*link != kNil && m.ooo[*link].psn == psn) return;  // already kept
+    // Allocate before walking: the slot pool may grow, and moves its elements.
     const uint32_t slot = m.ooo_alloc();
     if (slot == kNil) {
       ++m.counters.ooo_pool_full;
+      return;
+    }
+    uint32_t* link = &qp.ooo_head;
+    while (*link != kNil && psn_diff(m.ooo[*link].psn, psn) < 0) link = &m.ooo[*link].next;
+    if (*link != kNil && m.ooo[*link].psn == psn) {  // already kept
+      m.ooo_release(slot);
       return;
     }
     OooSlot& s = m.ooo[slot];
