@@ -10,7 +10,7 @@ meson test -C build --print-errorlogs
 echo "== unit tests under ASan + UBSan"
 if [ ! -f build-san/build.ninja ]; then
   meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
-    -Dfuzz=disabled -Dbenchmarks=disabled
+    -Dfuzz=disabled -Dbenchmarks=disabled -Ddpdk=disabled -Dns3=disabled
 fi
 ninja -C build-san
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-san --suite unit --print-errorlogs

@@ -96,12 +96,4 @@ class Pair {
   std::vector<engine::WorkCompletion> completions[2];
 };
 
-inline void fill_pattern(std::vector<uint8_t>& buf, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  for (size_t i = 0; i + 8 <= buf.size(); i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(buf.data() + i, &v, 8);
-  }
-}
-
 }  // namespace tita::test

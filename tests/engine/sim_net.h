@@ -71,31 +71,42 @@ class SimNet {
   void mac(int i, uint8_t out[6]) const { std::memcpy(out, hosts_[i]->engine->config().mac, 6); }
   wire::Gid gid(int i) const { return hosts_[i]->engine->config().gid; }
 
+  // Processes the next event; false when there is none.
+  bool step() {
+    if (!started_) {
+      started_ = true;
+      for (auto& h : hosts_) kick(*h);
+    }
+    if (events_.empty()) return false;
+    Event ev = events_.top();
+    events_.pop();
+    now_ns_ = ev.time;
+    Host& h = *hosts_[ev.host];
+    switch (ev.kind) {
+      case Kind::kDeliver:
+        h.engine->receive(now_ns_, ev.frame->data(), static_cast<uint32_t>(ev.frame->size()));
+        break;
+      case Kind::kTxDone:
+        h.busy = false;
+        start_tx(h);
+        break;
+      case Kind::kWake:
+        if (h.wake_at != ev.time) return true;  // superseded
+        h.wake_at = UINT64_MAX;
+        break;
+    }
+    kick(h);
+    return true;
+  }
+
   // Runs events until done() or until the virtual clock passes deadline_ns.
   // Returns whether done() became true.
   bool run_until(const std::function<bool()>& done, uint64_t deadline_ns) {
     for (auto& h : hosts_) kick(*h);
+    started_ = true;
     while (!done()) {
-      if (events_.empty()) return done();
-      Event ev = events_.top();
-      if (ev.time > deadline_ns) return false;
-      events_.pop();
-      now_ns_ = ev.time;
-      Host& h = *hosts_[ev.host];
-      switch (ev.kind) {
-        case Kind::kDeliver:
-          h.engine->receive(now_ns_, ev.frame->data(), static_cast<uint32_t>(ev.frame->size()));
-          break;
-        case Kind::kTxDone:
-          h.busy = false;
-          start_tx(h);
-          break;
-        case Kind::kWake:
-          if (h.wake_at != ev.time) continue;  // superseded
-          h.wake_at = UINT64_MAX;
-          break;
-      }
-      kick(h);
+      if (events_.empty() || events_.top().time > deadline_ns) return done();
+      step();
     }
     return true;
   }
@@ -209,6 +220,7 @@ class SimNet {
   std::mt19937_64 rng_;
   uint64_t now_ns_ = 0;
   uint64_t seq_ = 0;
+  bool started_ = false;
   std::vector<std::unique_ptr<Host>> hosts_;
   std::vector<LinkFaults> faults_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
