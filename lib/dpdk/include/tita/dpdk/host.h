@@ -1,0 +1,86 @@
+// The engine on a DPDK port: a PacketIo over mbufs and the polling step that
+// feeds received frames to the engine and sends what it produces.
+//
+//   Port port;  port.open("net_vhost0", {}, &err);
+//   EngineHost host(port, /*queue=*/0, engine_config, {});
+//   host.register_memory(buf, len);       // zero-copy transmit from this region
+//   Engine& eng = host.engine();          // verbs as in tita/engine/engine.h
+//   for (;;) host.poll_once(clock.now_ns());
+//
+// Transmit builds one mbuf per frame: headers, payload and tail copied into a
+// single segment, or (zero copy, when the port takes chained mbufs and the
+// payload lies in memory given to register_memory) a header mbuf chained to
+// external-buffer mbufs that point at the payload where it lies, and a tail
+// segment. The ICRC is computed over those pieces without gathering them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tita/dpdk/port.h"
+#include "tita/engine/engine.h"
+
+struct rte_mbuf_ext_shared_info;
+
+namespace tita::dpdk {
+
+struct HostOptions {
+  bool zero_copy = true;     // external-buffer payload where possible
+  uint16_t burst = 32;       // frames per rx/tx burst
+};
+
+struct HostCounters {
+  uint64_t rx_frames = 0;
+  uint64_t rx_linearized = 0;   // multi-segment frames copied into one buffer for the parser
+  uint64_t tx_frames = 0;
+  uint64_t tx_zero_copy = 0;    // frames whose payload went out as external buffers
+  uint64_t tx_copied = 0;
+  uint64_t tx_no_mbuf = 0;      // frames dropped: mempool empty
+  uint64_t polls = 0;
+};
+
+class EngineHost final : public engine::PacketIo {
+ public:
+  EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& config, const HostOptions& options = {});
+  ~EngineHost() override;
+
+  engine::Engine& engine() { return *engine_; }
+  const engine::Engine& engine() const { return *engine_; }
+  Port& port() { return port_; }
+  const HostCounters& counters() const { return counters_; }
+
+  // Makes [addr, addr+len) transmittable without copying (rte_extmem_register and
+  // a DMA mapping for the port's device, where the device needs one). Call it for
+  // memory you also register with the engine. 0 or -errno with a message.
+  int register_memory(void* addr, size_t len, std::string* err);
+
+  // One step: receive a burst and hand it to the engine, run the engine's timers
+  // and pacing, and send what it produced. Returns frames received.
+  uint32_t poll_once(uint64_t now_ns);
+
+  // engine::PacketIo
+  uint32_t tx_space() override;
+  void transmit(uint64_t now_ns, const engine::TxFrame& frame) override;
+
+ private:
+  struct Region {
+    uint8_t* base;
+    size_t len;
+    rte_mbuf_ext_shared_info* shinfo;
+  };
+  const Region* region_of(const void* p, size_t len) const;
+  void flush();
+
+  Port& port_;
+  uint16_t queue_;
+  HostOptions options_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::vector<rte_mbuf*> pending_;  // frames built, not yet handed to the port
+  std::vector<Region> regions_;
+  std::vector<uint8_t> linear_;     // scratch for multi-segment receives
+  HostCounters counters_;
+};
+
+}  // namespace tita::dpdk

@@ -1,0 +1,178 @@
+#include "tita/dpdk/host.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_memory.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace tita::dpdk {
+
+namespace {
+
+// Payload memory belongs to the application; DPDK must never free it.
+void no_free(void*, void*) {}
+
+rte_iova_t iova_of(const void* p) {
+  if (rte_eal_iova_mode() == RTE_IOVA_VA) return reinterpret_cast<uintptr_t>(p);
+  return rte_mem_virt2iova(p);
+}
+
+}  // namespace
+
+EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& config, const HostOptions& options)
+    : port_(port), queue_(queue), options_(options), linear_(16384) {
+  engine::EngineConfig cfg = config;
+  std::memcpy(cfg.mac, port.mac(), 6);
+  engine_ = std::make_unique<engine::Engine>(cfg, this);
+  pending_.reserve(4u * options_.burst);
+  if (!port_.multi_segment_tx()) options_.zero_copy = false;
+}
+
+EngineHost::~EngineHost() {
+  if (!pending_.empty()) rte_pktmbuf_free_bulk(pending_.data(), static_cast<unsigned>(pending_.size()));
+  for (Region& r : regions_) {
+    rte_extmem_unregister(r.base, r.len);
+    delete r.shinfo;
+  }
+}
+
+int EngineHost::register_memory(void* addr, size_t len, std::string* err) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (reinterpret_cast<uintptr_t>(addr) % page != 0 || len % page != 0) {
+    *err = "zero-copy memory must be page aligned (" + std::to_string(page) + " bytes) in address and length";
+    return -EINVAL;
+  }
+  if (rte_extmem_register(addr, len, nullptr, 0, page) != 0 && rte_errno != EEXIST) {
+    *err = std::string("rte_extmem_register: ") + rte_strerror(rte_errno);
+    return -rte_errno;
+  }
+  // Devices that DMA (PCI NICs) need the region mapped; vdevs do not support it.
+  rte_eth_dev_info info;
+  if (rte_eth_dev_info_get(port_.id(), &info) == 0 && info.device != nullptr) {
+    rte_dev_dma_map(info.device, addr, iova_of(addr), len);
+  }
+  auto* shinfo = new rte_mbuf_ext_shared_info{};
+  shinfo->free_cb = no_free;
+  shinfo->fcb_opaque = nullptr;
+  rte_mbuf_ext_refcnt_set(shinfo, 1);  // held by the host for its lifetime
+  regions_.push_back({static_cast<uint8_t*>(addr), len, shinfo});
+  return 0;
+}
+
+const EngineHost::Region* EngineHost::region_of(const void* p, size_t len) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (const Region& r : regions_) {
+    if (b >= r.base && b + len <= r.base + r.len) return &r;
+  }
+  return nullptr;
+}
+
+uint32_t EngineHost::tx_space() {
+  const size_t cap = 4u * options_.burst;
+  return pending_.size() >= cap ? 0 : static_cast<uint32_t>(cap - pending_.size());
+}
+
+void EngineHost::transmit(uint64_t, const engine::TxFrame& f) {
+  rte_mempool* pool = port_.pool();
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  if (m == nullptr) [[unlikely]] {
+    ++counters_.tx_no_mbuf;
+    return;
+  }
+  bool zero_copy = options_.zero_copy && f.n_payload > 0;
+  for (uint32_t i = 0; zero_copy && i < f.n_payload; ++i) {
+    zero_copy = f.payload[i].data != nullptr && region_of(f.payload[i].data, f.payload[i].len) != nullptr &&
+                iova_of(f.payload[i].data) != RTE_BAD_IOVA;
+  }
+  if (zero_copy) {
+    // Headers in one segment, each payload piece as an external buffer, then the tail.
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.hdr_len)), f.hdr, f.hdr_len);
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < f.n_payload; ++i) {
+      rte_mbuf* e = rte_pktmbuf_alloc(pool);
+      if (e == nullptr) {
+        ok = false;
+        break;
+      }
+      auto* data = const_cast<void*>(f.payload[i].data);
+      const Region* r = region_of(data, f.payload[i].len);
+      rte_mbuf_ext_refcnt_update(r->shinfo, 1);
+      rte_pktmbuf_attach_extbuf(e, data, iova_of(data), static_cast<uint16_t>(f.payload[i].len), r->shinfo);
+      e->data_len = static_cast<uint16_t>(f.payload[i].len);
+      e->pkt_len = f.payload[i].len;
+      ok = rte_pktmbuf_chain(m, e) == 0;
+      if (!ok) rte_pktmbuf_free(e);
+    }
+    rte_mbuf* t = ok ? rte_pktmbuf_alloc(pool) : nullptr;
+    if (t != nullptr) std::memcpy(rte_pktmbuf_append(t, static_cast<uint16_t>(f.tail_len)), f.tail, f.tail_len);
+    if (t == nullptr || rte_pktmbuf_chain(m, t) != 0) {
+      if (t != nullptr) rte_pktmbuf_free(t);
+      rte_pktmbuf_free(m);
+      ++counters_.tx_no_mbuf;
+      return;
+    }
+    ++counters_.tx_zero_copy;
+  } else {
+    auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.len())));
+    if (p == nullptr) [[unlikely]] {  // larger than the mbuf's data room
+      rte_pktmbuf_free(m);
+      ++counters_.tx_no_mbuf;
+      return;
+    }
+    std::memcpy(p, f.hdr, f.hdr_len);
+    p += f.hdr_len;
+    for (uint32_t i = 0; i < f.n_payload; ++i) {
+      if (f.payload[i].data != nullptr) {
+        std::memcpy(p, f.payload[i].data, f.payload[i].len);
+      } else {
+        std::memset(p, 0, f.payload[i].len);  // phantom memory
+      }
+      p += f.payload[i].len;
+    }
+    std::memcpy(p, f.tail, f.tail_len);
+    if (f.n_payload > 0) ++counters_.tx_copied;
+  }
+  pending_.push_back(m);
+  ++counters_.tx_frames;
+}
+
+void EngineHost::flush() {
+  if (pending_.empty()) return;
+  const uint16_t n = static_cast<uint16_t>(std::min<size_t>(pending_.size(), UINT16_MAX));
+  const uint16_t sent = port_.tx(queue_, pending_.data(), n);
+  // What the port did not take yet stays, in order, for the next step.
+  pending_.erase(pending_.begin(), pending_.begin() + sent);
+}
+
+uint32_t EngineHost::poll_once(uint64_t now_ns) {
+  ++counters_.polls;
+  rte_mbuf* rx[64];
+  const uint16_t n = port_.rx(queue_, rx, std::min<uint16_t>(options_.burst, 64));
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = rx[i];
+    if (m->nb_segs == 1) {
+      engine_->receive(now_ns, rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+    } else {
+      // The parser wants one contiguous frame.
+      const uint32_t len = std::min<uint32_t>(m->pkt_len, static_cast<uint32_t>(linear_.size()));
+      const void* p = rte_pktmbuf_read(m, 0, len, linear_.data());
+      engine_->receive(now_ns, static_cast<const uint8_t*>(p), len);
+      ++counters_.rx_linearized;
+    }
+  }
+  if (n > 0) rte_pktmbuf_free_bulk(rx, n);
+  counters_.rx_frames += n;
+  flush();  // room first, so the engine's step can use the whole burst
+  engine_->poll(now_ns);
+  flush();
+  return n;
+}
+
+}  // namespace tita::dpdk
