@@ -1,0 +1,626 @@
+// tita-perf: bandwidth and latency tests for tita's RC transport on DPDK ports,
+// shaped like perftest (ib_write_bw, ib_send_lat, ...).
+//
+//   server:  tita-perf <EAL args> -- --port net_vhost0 --ip 10.0.0.2 --server
+//   client:  tita-perf <EAL args> -- --port 0 --ip 10.0.0.1 --client 127.0.0.1
+//                --test write --size 65536 --qps 4 --duration 5 --cc hpcc
+//
+// Connection setup goes over TCP (QPN, PSN, GID, MAC, buffer address and rkey),
+// as perftest does; the client tells the server which test to serve.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <rte_lcore.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "oob.h"
+#include "tita/cc/cc.h"
+#include "tita/dpdk/host.h"
+#include "tita/wire/psn.h"
+
+namespace {
+
+using namespace tita;
+using engine::Engine;
+using engine::WcStatus;
+using engine::WrOpcode;
+using nlohmann::json;
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct Options {
+  std::string port = "0";
+  std::string ip = "10.0.0.1";
+  bool server = false;
+  std::string client;  // server host for the out-of-band connection
+  uint16_t tcp_port = 18515;
+  std::string test = "write";
+  std::string mode = "bw";
+  uint32_t size = 65536;
+  uint32_t qps = 1;
+  uint32_t tx_depth = 128;
+  uint64_t iters = 0;  // 0: run for `duration`
+  double duration_s = 2;
+  uint32_t mtu = 4096;
+  std::string cc = "none";
+  std::vector<std::string> cc_params;
+  std::string recovery = "gbn";
+  double rate_gbps = 100;
+  bool check = false;
+  bool zero_copy = false;
+  bool json_out = false;
+  std::string series;
+  double series_interval_us = 1000;
+  uint8_t timeout = 14;
+  uint8_t dscp = 26;
+  uint32_t ack_req_every = 1;
+};
+
+uint64_t mono_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+std::string mac_string(const uint8_t* m) {
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return b;
+}
+
+bool parse_mac(const std::string& s, uint8_t* out) {
+  unsigned v[6];
+  if (std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) return false;
+  for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  return true;
+}
+
+bool parse_ipv4(const std::string& s, uint32_t* out) {
+  unsigned a, b, c, d;
+  char extra;
+  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) != 4 || a > 255 || b > 255 || c > 255 ||
+      d > 255) {
+    return false;
+  }
+  *out = a << 24 | b << 16 | c << 8 | d;
+  return true;
+}
+
+void fill(uint8_t* p, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  return v[i];
+}
+
+class Perf {
+ public:
+  explicit Perf(Options o) : o_(std::move(o)) {}
+
+  int run() {
+    setup_port();
+    if (o_.server) {
+      serve();
+    } else {
+      drive();
+    }
+    return 0;
+  }
+
+ private:
+  struct Conn {
+    uint32_t qpn = 0;
+    uint32_t peer_qpn = 0;
+    uint64_t posted = 0;
+    uint64_t completed = 0;
+    uint32_t outstanding = 0;
+    uint64_t bytes = 0;
+    uint64_t last_bytes = 0;
+  };
+
+  size_t region() const { return (static_cast<size_t>(o_.size) + 4095) & ~size_t{4095}; }
+  // Whether QP i's region holds the pattern both sides fill it with.
+  bool intact(uint32_t i) { return std::memcmp(buf(i), expected_.data() + i * region(), o_.size) == 0; }
+  uint8_t* buf(uint32_t i) { return mem_ + i * region(); }
+
+  // The port and the engine host: before anything else.
+  void setup_port() {
+    std::string err;
+    dpdk::PortConfig pc;
+    if (port_.open(o_.port, pc, &err) != 0) die(err);
+    uint32_t ip;
+    if (!parse_ipv4(o_.ip, &ip)) die("--ip " + o_.ip + " is not an IPv4 address");
+    engine::EngineConfig cfg;
+    cfg.gid = wire::Gid::from_ipv4(ip);
+    cfg.line_rate_bps = static_cast<uint64_t>(o_.rate_gbps * 1e9);
+    cfg.ack_req_every = o_.ack_req_every;
+    host_ = std::make_unique<dpdk::EngineHost>(port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy});
+  }
+
+  // Buffers, MR, CQ and QPs for --size and --qps (the server learns them from the client).
+  void setup_resources() {
+    std::string err;
+    Engine& e = host_->engine();
+    mem_len_ = region() * o_.qps;
+    mem_ = static_cast<uint8_t*>(std::aligned_alloc(4096, mem_len_));
+    if (mem_ == nullptr) die("cannot allocate " + std::to_string(mem_len_) + " bytes");
+    expected_.assign(mem_len_, 0);
+    for (uint32_t i = 0; i < o_.qps; ++i) fill(expected_.data() + i * region(), o_.size, 1000 + i);
+    std::memcpy(mem_, expected_.data(), mem_len_);
+    if (o_.zero_copy && host_->register_memory(mem_, mem_len_, &err) != 0) die(err);
+    pd_ = e.alloc_pd();
+    const uint32_t access = engine::kAccessLocalWrite | engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
+    if (e.reg_mr(pd_, mem_, mem_len_, access, &mr_) != 0) die("reg_mr failed");
+    if (e.create_cq(std::max<uint32_t>(4096, 2 * o_.qps * o_.tx_depth), &cq_) != 0) die("create_cq failed");
+    conns_.resize(o_.qps);
+    for (Conn& c : conns_) {
+      const engine::QpInitAttr qa{.send_cq = cq_, .recv_cq = cq_, .max_send_wr = o_.tx_depth + 1,
+                                  .max_recv_wr = o_.tx_depth + 1, .max_sge = 1};
+      if (e.create_qp(pd_, qa, &c.qpn) != 0) die("create_qp failed");
+    }
+  }
+
+  json local_info() const {
+    json qpns = json::array();
+    for (const Conn& c : conns_) qpns.push_back(c.qpn);
+    return {{"qpns", qpns}, {"gid", o_.ip}, {"mac", mac_string(port_.mac())}, {"addr", mr_.addr},
+            {"rkey", mr_.rkey}, {"region", region()}};
+  }
+
+  // RESET -> INIT -> RTR -> RTS against the peer's QPs.
+  void connect(const json& peer) {
+    Engine& e = host_->engine();
+    uint32_t ip;
+    if (!parse_ipv4(peer.at("gid").get<std::string>(), &ip)) die("peer sent a bad GID");
+    uint8_t mac[6];
+    if (!parse_mac(peer.at("mac").get<std::string>(), mac)) die("peer sent a bad MAC");
+    const auto& qpns = peer.at("qpns");
+    if (qpns.size() != conns_.size()) die("peer has " + std::to_string(qpns.size()) + " QPs, we have " +
+                                          std::to_string(conns_.size()));
+    peer_addr_ = peer.at("addr").get<uint64_t>();
+    peer_rkey_ = peer.at("rkey").get<uint32_t>();
+    peer_region_ = peer.at("region").get<uint64_t>();
+    std::string err;
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      Conn& c = conns_[i];
+      c.peer_qpn = qpns[i].get<uint32_t>();
+      engine::QpAttr a;
+      a.qp_state = engine::QpState::kInit;
+      a.qp_access_flags = engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
+      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpAccessFlags, &err) != 0) die(err);
+      a.qp_state = engine::QpState::kRtr;
+      a.path_mtu = o_.mtu;
+      a.dest_qp_num = c.peer_qpn;
+      a.ah_attr.dgid = wire::Gid::from_ipv4(ip);
+      std::memcpy(a.ah_attr.dmac, mac, 6);
+      a.ah_attr.traffic_class = static_cast<uint8_t>(o_.dscp << 2);
+      a.recovery = o_.recovery == "sr" ? engine::Recovery::kSelectiveRepeat : engine::Recovery::kGoBackN;
+      if (e.modify_qp(c.qpn, a,
+                      engine::kQpState | engine::kQpAv | engine::kQpPathMtu | engine::kQpDestQpn | engine::kQpRqPsn |
+                          engine::kQpRecovery,
+                      &err) != 0) {
+        die(err);
+      }
+      a.qp_state = engine::QpState::kRts;
+      a.timeout = o_.timeout;
+      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpSqPsn | engine::kQpTimeout, &err) != 0) die(err);
+      if (e.set_cc(c.qpn, o_.cc, o_.cc_params, &err) != 0) die(err);
+    }
+  }
+
+  void post_recv(Conn& c, uint32_t i) {
+    engine::Sge sge{mr_.addr + i * region(), o_.size, mr_.lkey};
+    engine::RecvWr wr;
+    wr.wr_id = i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (host_->engine().post_recv(c.qpn, &wr, nullptr) != 0) die("post_recv failed");
+  }
+
+  bool post_send(Conn& c, uint32_t i, WrOpcode op) {
+    engine::Sge sge{mr_.addr + i * region(), o_.size, mr_.lkey};
+    engine::SendWr wr;
+    wr.wr_id = i;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.rdma.remote_addr = peer_addr_ + i * peer_region_;
+    wr.rdma.rkey = peer_rkey_;
+    return host_->engine().post_send(c.qpn, &wr, nullptr) == 0;
+  }
+
+  WrOpcode opcode() const {
+    if (o_.test == "send") return WrOpcode::kSend;
+    if (o_.test == "read") return WrOpcode::kRdmaRead;
+    return o_.mode == "lat" ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
+  }
+
+  // Polls the CQ; calls fn(wc) for every completion; any error ends the run.
+  template <class Fn>
+  void drain(Fn&& fn) {
+    engine::WorkCompletion wc[64];
+    int n;
+    while ((n = host_->engine().poll_cq(cq_, 64, wc)) > 0) {
+      for (int k = 0; k < n; ++k) {
+        if (wc[k].status != WcStatus::kSuccess) {
+          die("QP " + std::to_string(wc[k].qp_num) + ": work request failed: " +
+              std::string(engine::to_string(wc[k].status)));
+        }
+        fn(wc[k]);
+      }
+    }
+  }
+
+  Conn& conn_of(uint32_t qpn) { return conns_[qpn - conns_[0].qpn]; }
+
+  // ---- server: answers the client's test until it says done.
+  void serve() {
+    std::string err;
+    if (oob_.listen_and_accept(o_.tcp_port, 120, &err) != 0) die(err);
+    json hello;
+    if (oob_.recv(&hello, &err) != 0) die(err);
+    o_.test = hello.value("test", o_.test);
+    o_.mode = hello.value("mode", o_.mode);
+    o_.check = hello.value("check", false);
+    o_.size = hello.value("size", o_.size);
+    o_.qps = hello.value("qps", o_.qps);
+    o_.tx_depth = hello.value("tx_depth", o_.tx_depth);
+    o_.mtu = hello.value("mtu", o_.mtu);
+    o_.recovery = hello.value("recovery", o_.recovery);
+    setup_resources();
+    if (oob_.send(local_info(), &err) != 0) die(err);
+    connect(hello.at("info"));
+    if (o_.test != "read") std::memset(mem_, 0, mem_len_);  // READ serves the pattern
+    const bool echo = o_.mode == "lat" && o_.test != "read";
+    const bool receives = o_.test == "send" || echo;
+    if (receives) {
+      for (Conn& c : conns_) {
+        for (uint32_t k = 0; k < o_.tx_depth; ++k) post_recv(c, static_cast<uint32_t>(&c - conns_.data()));
+      }
+    }
+    if (oob_.send({{"ready", true}}, &err) != 0) die(err);
+    uint64_t bad = 0;
+    json done;
+    uint64_t spins = 0;
+    while (!g_stop) {
+      host_->poll_once(clock_.now_ns());
+      drain([&](const engine::WorkCompletion& wc) {
+        if (wc.opcode != engine::WcOpcode::kRecv && wc.opcode != engine::WcOpcode::kRecvRdmaWithImm) return;
+        Conn& c = conn_of(wc.qp_num);
+        const auto i = static_cast<uint32_t>(&c - conns_.data());
+        c.completed++;
+        c.bytes += wc.byte_len;
+        if (o_.check && wc.opcode == engine::WcOpcode::kRecv && !intact(i)) ++bad;
+        post_recv(c, i);
+        if (echo) post_send(c, i, o_.test == "send" ? WrOpcode::kSend : WrOpcode::kRdmaWriteWithImm);
+      });
+      if (++spins % 1024 == 0) {
+        const int rc = oob_.poll(&done, &err);
+        if (rc < 0) die(err);
+        if (rc > 0) break;
+      }
+    }
+    // Data written by the client: every region holds the client's pattern.
+    if (o_.check && o_.test == "write") {
+      for (uint32_t i = 0; i < o_.qps; ++i) bad += intact(i) ? 0 : 1;
+    }
+    json stats = qp_stats();
+    stats["check_failures"] = bad;
+    if (oob_.send({{"server", stats}}, &err) != 0) die(err);
+    report(done.value("client", json::object()), stats);
+  }
+
+  // ---- client: runs the test and reports.
+  void drive() {
+    std::string err;
+    setup_resources();
+    if (oob_.connect_to(o_.client, o_.tcp_port, 60, &err) != 0) die(err);
+    const json hello = {{"test", o_.test},         {"mode", o_.mode}, {"size", o_.size},
+                        {"qps", o_.qps},           {"mtu", o_.mtu},   {"recovery", o_.recovery},
+                        {"tx_depth", o_.tx_depth}, {"check", o_.check}, {"info", local_info()}};
+    if (oob_.send(hello, &err) != 0) die(err);
+    json peer;
+    if (oob_.recv(&peer, &err) != 0) die(err);
+    connect(peer);
+    if (o_.test == "read") std::memset(mem_, 0, mem_len_);
+    json ready;
+    if (oob_.recv(&ready, &err) != 0) die(err);
+    if (o_.mode == "lat") {
+      latency();
+    } else {
+      bandwidth();
+    }
+    uint64_t bad = 0;
+    if (o_.check && o_.test == "read") {
+      for (uint32_t i = 0; i < o_.qps; ++i) bad += intact(i) ? 0 : 1;
+    }
+    json mine = qp_stats();
+    mine["check_failures"] = bad;
+    mine["seconds"] = elapsed_s_;
+    mine["messages"] = messages_;
+    mine["latency_us"] = latency_json_;
+    if (oob_.send({{"done", true}, {"client", mine}}, &err) != 0) die(err);
+    json server;
+    if (oob_.recv(&server, &err) != 0) die(err);
+    report(mine, server.value("server", json::object()));
+  }
+
+  void bandwidth() {
+    const WrOpcode op = opcode();
+    std::ofstream series;
+    if (!o_.series.empty()) {
+      series.open(o_.series);
+      if (!series) die("cannot write " + o_.series);
+      series << "t_ns,qpn,goodput_bps,rate_bps,cwnd_bytes,inflight_bytes,retransmitted\n";
+    }
+    const uint64_t start = clock_.now_ns();
+    const uint64_t end = start + static_cast<uint64_t>(o_.duration_s * 1e9);
+    const uint64_t interval = static_cast<uint64_t>(o_.series_interval_us * 1e3);
+    uint64_t next_sample = start + interval;
+    uint64_t total_posted = 0;
+    const uint64_t limit = o_.iters ? o_.iters * o_.qps : UINT64_MAX;
+    bool posting = true;
+    for (;;) {
+      const uint64_t now = clock_.now_ns();
+      if (g_stop || (o_.iters == 0 && now >= end)) posting = false;
+      if (posting) {
+        for (Conn& c : conns_) {
+          while (c.outstanding < o_.tx_depth && total_posted < limit) {
+            if (!post_send(c, static_cast<uint32_t>(&c - conns_.data()), op)) break;
+            ++c.outstanding;
+            ++c.posted;
+            ++total_posted;
+          }
+        }
+        if (total_posted >= limit) posting = false;
+      }
+      host_->poll_once(now);
+      drain([&](const engine::WorkCompletion& wc) {
+        Conn& c = conn_of(wc.qp_num);
+        --c.outstanding;
+        ++c.completed;
+        c.bytes += o_.size;
+        ++messages_;
+      });
+      if (series.is_open() && now >= next_sample) {
+        for (Conn& c : conns_) {
+          engine::QpInfo info;
+          host_->engine().qp_info(c.qpn, &info);
+          const double goodput = static_cast<double>(c.bytes - c.last_bytes) * 8e9 / static_cast<double>(interval);
+          series << mono_ns() << "," << c.qpn << "," << static_cast<uint64_t>(goodput) << "," << info.rate_bps << ","
+                 << (info.cwnd_bytes == UINT64_MAX ? 0 : info.cwnd_bytes) << "," << info.inflight_bytes << ","
+                 << host_->engine().qp_counters(c.qpn)->retransmitted_packets << "\n";
+          c.last_bytes = c.bytes;
+        }
+        next_sample += interval;
+      }
+      bool idle = !posting;
+      for (const Conn& c : conns_) idle = idle && c.outstanding == 0;
+      if (idle) break;
+      if (g_stop && now > end + 1'000'000'000) break;  // interrupted: stop waiting for stragglers
+    }
+    elapsed_s_ = static_cast<double>(clock_.now_ns() - start) / 1e9;
+  }
+
+  void latency() {
+    Conn& c = conns_[0];
+    const WrOpcode op = opcode();
+    const bool echo = o_.test != "read";
+    if (echo) {
+      for (uint32_t k = 0; k < o_.tx_depth; ++k) post_recv(c, 0);
+    }
+    const uint64_t n = o_.iters ? o_.iters : 10000;
+    std::vector<double> rtt_us;
+    rtt_us.reserve(n);
+    const uint64_t start = clock_.now_ns();
+    for (uint64_t i = 0; i < n && !g_stop; ++i) {
+      const uint64_t t0 = clock_.now_ns();
+      if (!post_send(c, 0, op)) die("post_send failed");
+      bool got = false;
+      while (!got && !g_stop) {
+        host_->poll_once(clock_.now_ns());
+        drain([&](const engine::WorkCompletion& wc) {
+          const bool reply = wc.opcode == engine::WcOpcode::kRecv || wc.opcode == engine::WcOpcode::kRecvRdmaWithImm;
+          if (reply) post_recv(c, 0);
+          if (echo ? reply : wc.opcode == engine::WcOpcode::kRdmaRead) got = true;
+        });
+      }
+      rtt_us.push_back(static_cast<double>(clock_.now_ns() - t0) / 1e3);
+      ++messages_;
+    }
+    elapsed_s_ = static_cast<double>(clock_.now_ns() - start) / 1e9;
+    // Like perftest: one-way latency is half the round trip for ping-pong tests;
+    // a READ's latency is its whole round trip.
+    const double div = echo ? 2 : 1;
+    for (double& v : rtt_us) v /= div;
+    latency_json_ = {{"p50", percentile(rtt_us, 0.5)},
+                     {"p99", percentile(rtt_us, 0.99)},
+                     {"p999", percentile(rtt_us, 0.999)},
+                     {"min", rtt_us.empty() ? 0 : *std::min_element(rtt_us.begin(), rtt_us.end())},
+                     {"samples", rtt_us.size()}};
+  }
+
+  json qp_stats() const {
+    uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
+    uint64_t rnr = 0;
+    for (const Conn& c : conns_) {
+      const engine::QpCounters& q = *host_->engine().qp_counters(c.qpn);
+      retx += q.retransmitted_packets;
+      cnps_rx += q.cnps_received;
+      cnps_tx += q.cnps_sent;
+      timeouts += q.timeouts;
+      tx_packets += q.tx_data_packets;
+      rx_packets += q.rx_packets;
+      naks += q.nak_seq_received + q.nak_seq_sent;
+      rnr += q.rnr_nak_received + q.rnr_nak_sent;
+      rtt = std::max(rtt, q.last_rtt_ns);
+    }
+    const auto& ec = host_->engine().counters();
+    return {{"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
+            {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
+            {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped}, {"last_rtt_ns", rtt},
+            {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"zero_copy_frames", host_->counters().tx_zero_copy}};
+  }
+
+  void report(const json& client, const json& server) {
+    const double secs = client.value("seconds", 0.0);
+    const double msgs = client.value("messages", 0.0);
+    const double gbps = secs > 0 ? msgs * o_.size * 8 / secs / 1e9 : 0;
+    const double mmsg = secs > 0 ? msgs / secs / 1e6 : 0;
+    const double mpps = secs > 0 ? client.value("data_packets", 0.0) / secs / 1e6 : 0;
+    const uint64_t failures = client.value("check_failures", 0ull) + server.value("check_failures", 0ull);
+    json out = {{"role", o_.server ? "server" : "client"},
+                {"test", o_.test},
+                {"mode", o_.mode},
+                {"size", o_.size},
+                {"qps", o_.qps},
+                {"cc", o_.cc},
+                {"recovery", o_.recovery},
+                {"mtu", o_.mtu},
+                {"seconds", secs},
+                {"messages", msgs},
+                {"gbps", gbps},
+                {"msg_rate_mpps", mmsg},
+                {"pkt_rate_mpps", mpps},
+                {"client", client},
+                {"server", server},
+                {"check", o_.check ? (failures == 0 ? "ok" : "FAILED") : "off"}};
+    if (o_.mode == "lat") out["latency_us"] = client.value("latency_us", json::object());
+    if (o_.json_out) {
+      std::printf("%s\n", out.dump().c_str());
+    } else if (o_.mode == "bw") {
+      std::printf("%-6s %9s %4s %10s %9s %9s %9s %8s %8s %6s\n", "test", "bytes", "qps", "messages", "Gb/s",
+                  "Mmsg/s", "Mpps", "retx", "CNPs", "check");
+      std::printf("%-6s %9u %4u %10.0f %9.3f %9.4f %9.4f %8llu %8llu %6s\n", o_.test.c_str(), o_.size, o_.qps, msgs,
+                  gbps, mmsg, mpps,
+                  static_cast<unsigned long long>(client.value("retransmitted_packets", 0ull)),
+                  static_cast<unsigned long long>(client.value("cnps_received", 0ull)),
+                  out["check"].get<std::string>().c_str());
+    } else {
+      const json& l = out["latency_us"];
+      std::printf("%-6s %9s %9s %9s %9s %9s %9s\n", "test", "bytes", "samples", "min_us", "p50_us", "p99_us",
+                  "p99.9_us");
+      std::printf("%-6s %9u %9llu %9.2f %9.2f %9.2f %9.2f\n", o_.test.c_str(), o_.size,
+                  static_cast<unsigned long long>(l.value("samples", 0ull)), l.value("min", 0.0),
+                  l.value("p50", 0.0), l.value("p99", 0.0), l.value("p999", 0.0));
+    }
+    std::fflush(stdout);
+    if (failures > 0) {
+      std::fprintf(stderr, "tita-perf: data check FAILED in %llu places\n", static_cast<unsigned long long>(failures));
+      std::exit(3);
+    }
+  }
+
+  Options o_;
+  dpdk::Port port_;
+  std::unique_ptr<dpdk::EngineHost> host_;
+  dpdk::TscClock clock_;
+  perf::Oob oob_;
+  uint8_t* mem_ = nullptr;
+  std::vector<uint8_t> expected_;
+  size_t mem_len_ = 0;
+  uint32_t pd_ = 0;
+  uint32_t cq_ = 0;
+  engine::MrInfo mr_;
+  std::vector<Conn> conns_;
+  uint64_t peer_addr_ = 0;
+  uint32_t peer_rkey_ = 0;
+  uint64_t peer_region_ = 0;
+  double elapsed_s_ = 0;
+  double messages_ = 0;
+  json latency_json_ = json::object();
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string err;
+  const int used = dpdk::eal_init(argc, argv, &err);
+  if (used < 0) {
+    std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
+    return 2;
+  }
+  argc -= used;
+  argv += used;
+
+  Options o;
+  CLI::App app{"tita-perf: RDMA bandwidth and latency over tita (tita-perf <EAL args> -- [options])"};
+  app.add_option("--port", o.port, "DPDK port, by name or number")->capture_default_str();
+  app.add_option("--ip", o.ip, "this host's IPv4 address (its RoCE GID)")->capture_default_str();
+  auto* srv = app.add_flag("--server", o.server, "serve a client's test");
+  auto* cli = app.add_option("--client", o.client, "run the test against the server at this TCP host");
+  srv->excludes(cli);
+  app.add_option("--tcp-port", o.tcp_port, "out-of-band TCP port")->capture_default_str();
+  app.add_option("--test", o.test, "write, send or read")->check(CLI::IsMember({"write", "send", "read"}));
+  app.add_option("--mode", o.mode, "bw (bandwidth) or lat (latency)")->check(CLI::IsMember({"bw", "lat"}));
+  app.add_option("--size", o.size, "message size in bytes")->check(CLI::Range(1u, 1u << 30));
+  app.add_option("--qps", o.qps, "queue pairs")->check(CLI::Range(1u, 4096u));
+  app.add_option("--tx-depth", o.tx_depth, "outstanding WRs per QP")->check(CLI::Range(1u, 8192u));
+  app.add_option("--iters", o.iters, "messages per QP (0: run for --duration)");
+  app.add_option("--duration", o.duration_s, "seconds")->check(CLI::PositiveNumber);
+  app.add_option("--mtu", o.mtu, "RoCE path MTU")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+  app.add_option("--cc", o.cc, "congestion control: none dcqcn timely hpcc swift powertcp nscc tita");
+  app.add_option("--cc-param", o.cc_params, "name=value for the congestion control (repeatable)");
+  app.add_option("--recovery", o.recovery, "gbn (go-back-N) or sr (selective repeat)")
+      ->check(CLI::IsMember({"gbn", "sr"}));
+  app.add_option("--rate", o.rate_gbps, "NIC line rate in Gb/s (what congestion control starts from)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--check", o.check, "verify every byte received");
+  app.add_flag("--zero-copy", o.zero_copy, "send payload from registered memory without copying");
+  app.add_flag("--json", o.json_out, "print the result as one JSON object");
+  app.add_option("--series", o.series, "CSV of per-QP goodput, rate and window over time (client)");
+  app.add_option("--series-interval-us", o.series_interval_us, "sampling interval for --series");
+  app.add_option("--timeout", o.timeout, "local ACK timeout code (4.096 us * 2^code)")->check(CLI::Range(0, 31));
+  app.add_option("--dscp", o.dscp, "DSCP of data packets")->check(CLI::Range(0, 63));
+  app.add_option("--ack-every", o.ack_req_every, "ask for an ACK every N packets")->check(CLI::Range(1u, 1024u));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!o.server && o.client.empty()) {
+    std::fprintf(stderr, "tita-perf: give --server or --client HOST\n");
+    return 2;
+  }
+  {
+    // Check the congestion-control name and parameters before touching the network.
+    tita::cc::Params p;
+    if (tita::cc::Params::create(o.cc, {}, &p, &err) != 0) {
+      std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
+      return 2;
+    }
+    for (const std::string& kv : o.cc_params) {
+      if (p.set(kv, &err) != 0) {
+        std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
+        return 2;
+      }
+    }
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  // A vhost-user peer that has already exited must not kill us while the port closes.
+  std::signal(SIGPIPE, SIG_IGN);
+  return Perf(o).run();
+}
