@@ -32,13 +32,22 @@ int Oob::listen_and_accept(uint16_t port, int timeout_s, std::string* err) {
     ::close(ls);
     return -1;
   }
+  // Some PMDs (net_tap) deliver SIGIO to this process: poll through EINTR.
   pollfd p{ls, POLLIN, 0};
-  if (::poll(&p, 1, timeout_s * 1000) <= 0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int ready = 0;
+  while (ready <= 0 && std::chrono::steady_clock::now() < deadline) {
+    ready = ::poll(&p, 1, 200);
+    if (ready < 0 && errno != EINTR) break;
+  }
+  if (ready <= 0) {
     *err = "out-of-band: no client connected within " + std::to_string(timeout_s) + " s";
     ::close(ls);
     return -1;
   }
-  fd_ = ::accept(ls, nullptr, nullptr);
+  do {
+    fd_ = ::accept(ls, nullptr, nullptr);
+  } while (fd_ < 0 && errno == EINTR);
   ::close(ls);
   if (fd_ < 0) {
     *err = std::string("out-of-band: accept: ") + std::strerror(errno);
@@ -60,7 +69,11 @@ int Oob::connect_to(const std::string& host, uint16_t port, int timeout_s, std::
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   for (;;) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (::connect(fd_, res->ai_addr, res->ai_addrlen) == 0) break;
+    int rc;
+    do {
+      rc = ::connect(fd_, res->ai_addr, res->ai_addrlen);
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0) break;
     ::close(fd_);
     fd_ = -1;
     if (std::chrono::steady_clock::now() > deadline) {
@@ -81,6 +94,7 @@ int Oob::send(const nlohmann::json& msg, std::string* err) {
   size_t off = 0;
   while (off < line.size()) {
     const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       *err = std::string("out-of-band: send: ") + std::strerror(errno);
       return -1;
@@ -108,6 +122,7 @@ int Oob::recv(nlohmann::json* msg, std::string* err) {
     if (int rc = take_line(msg, err); rc != 0) return rc > 0 ? 0 : -1;
     char buf[4096];
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       *err = "out-of-band: the peer closed the connection";
       return -1;
@@ -124,7 +139,7 @@ int Oob::poll(nlohmann::json* msg, std::string* err) {
     *err = "out-of-band: the peer closed the connection";
     return -1;
   }
-  if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+  if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
   buffer_.append(buf, static_cast<size_t>(n));
   return take_line(msg, err);
 }

@@ -43,6 +43,7 @@ void on_signal(int) { g_stop = 1; }
 struct Options {
   std::string port = "0";
   std::string ip = "10.0.0.1";
+  std::string mac;  // empty: the port's
   bool server = false;
   std::string client;  // server host for the out-of-band connection
   uint16_t tcp_port = 18515;
@@ -58,6 +59,7 @@ struct Options {
   std::vector<std::string> cc_params;
   std::string recovery = "gbn";
   double rate_gbps = 100;
+  bool pace = false;
   bool check = false;
   bool zero_copy = false;
   bool json_out = false;
@@ -145,23 +147,31 @@ class Perf {
   bool intact(uint32_t i) { return std::memcmp(buf(i), expected_.data() + i * region(), o_.size) == 0; }
   uint8_t* buf(uint32_t i) { return mem_ + i * region(); }
 
-  // The port and the engine host: before anything else.
+  // The port: before anything else.
   void setup_port() {
     std::string err;
     dpdk::PortConfig pc;
     if (port_.open(o_.port, pc, &err) != 0) die(err);
+  }
+
+  // The engine host: once the test's parameters are known (the server learns them).
+  void setup_engine() {
     uint32_t ip;
     if (!parse_ipv4(o_.ip, &ip)) die("--ip " + o_.ip + " is not an IPv4 address");
     engine::EngineConfig cfg;
     cfg.gid = wire::Gid::from_ipv4(ip);
     cfg.line_rate_bps = static_cast<uint64_t>(o_.rate_gbps * 1e9);
     cfg.ack_req_every = o_.ack_req_every;
-    host_ = std::make_unique<dpdk::EngineHost>(port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy});
+    cfg.pace_line_rate = o_.pace;
+    if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
+    host_ = std::make_unique<dpdk::EngineHost>(
+        port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});
   }
 
   // Buffers, MR, CQ and QPs for --size and --qps (the server learns them from the client).
   void setup_resources() {
     std::string err;
+    setup_engine();
     Engine& e = host_->engine();
     mem_len_ = region() * o_.qps;
     mem_ = static_cast<uint8_t*>(std::aligned_alloc(4096, mem_len_));
@@ -185,7 +195,7 @@ class Perf {
   json local_info() const {
     json qpns = json::array();
     for (const Conn& c : conns_) qpns.push_back(c.qpn);
-    return {{"qpns", qpns}, {"gid", o_.ip}, {"mac", mac_string(port_.mac())}, {"addr", mr_.addr},
+    return {{"qpns", qpns}, {"gid", o_.ip}, {"mac", mac_string(host_->engine().config().mac)}, {"addr", mr_.addr},
             {"rkey", mr_.rkey}, {"region", region()}};
   }
 
@@ -289,6 +299,8 @@ class Perf {
     o_.tx_depth = hello.value("tx_depth", o_.tx_depth);
     o_.mtu = hello.value("mtu", o_.mtu);
     o_.recovery = hello.value("recovery", o_.recovery);
+    o_.rate_gbps = hello.value("rate_gbps", o_.rate_gbps);
+    o_.pace = hello.value("pace", o_.pace);
     setup_resources();
     if (oob_.send(local_info(), &err) != 0) die(err);
     connect(hello.at("info"));
@@ -339,7 +351,8 @@ class Perf {
     if (oob_.connect_to(o_.client, o_.tcp_port, 60, &err) != 0) die(err);
     const json hello = {{"test", o_.test},         {"mode", o_.mode}, {"size", o_.size},
                         {"qps", o_.qps},           {"mtu", o_.mtu},   {"recovery", o_.recovery},
-                        {"tx_depth", o_.tx_depth}, {"check", o_.check}, {"info", local_info()}};
+                        {"tx_depth", o_.tx_depth}, {"rate_gbps", o_.rate_gbps}, {"pace", o_.pace},
+                        {"check", o_.check},       {"info", local_info()}};
     if (oob_.send(hello, &err) != 0) die(err);
     json peer;
     if (oob_.recv(&peer, &err) != 0) die(err);
@@ -569,6 +582,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tita-perf: RDMA bandwidth and latency over tita (tita-perf <EAL args> -- [options])"};
   app.add_option("--port", o.port, "DPDK port, by name or number")->capture_default_str();
   app.add_option("--ip", o.ip, "this host's IPv4 address (its RoCE GID)")->capture_default_str();
+  app.add_option("--mac", o.mac, "source MAC (default: the port's); the port is promiscuous");
   auto* srv = app.add_flag("--server", o.server, "serve a client's test");
   auto* cli = app.add_option("--client", o.client, "run the test against the server at this TCP host");
   srv->excludes(cli);
@@ -587,6 +601,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"gbn", "sr"}));
   app.add_option("--rate", o.rate_gbps, "NIC line rate in Gb/s (what congestion control starts from)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--pace", o.pace, "pace at --rate even when uncongested (virtual ports take frames at any speed)");
   app.add_flag("--check", o.check, "verify every byte received");
   app.add_flag("--zero-copy", o.zero_copy, "send payload from registered memory without copying");
   app.add_flag("--json", o.json_out, "print the result as one JSON object");

@@ -29,7 +29,7 @@ rte_iova_t iova_of(const void* p) {
 EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& config, const HostOptions& options)
     : port_(port), queue_(queue), options_(options), linear_(16384) {
   engine::EngineConfig cfg = config;
-  std::memcpy(cfg.mac, port.mac(), 6);
+  if (options.port_mac) std::memcpy(cfg.mac, port.mac(), 6);
   engine_ = std::make_unique<engine::Engine>(cfg, this);
   pending_.reserve(4u * options_.burst);
   if (!port_.multi_segment_tx()) options_.zero_copy = false;

@@ -78,9 +78,14 @@ int Port::open(std::string_view name, const PortConfig& cfg, std::string* err) {
     return -EINVAL;
   }
 
+  // AF_XDP (22.11) uses each mbuf as a UMEM chunk, which must fit in a 4 KiB page:
+  // frames there are limited to what a 2 KiB data room holds (RoCE MTU 1024).
+  uint16_t data_room = cfg.mbuf_data_bytes;
+  if (std::string_view(info.driver_name) == "net_af_xdp") data_room = std::min<uint16_t>(data_room, 2048);
+  data_room_ = data_room;
   const std::string pool_name = "tita_" + std::to_string(id_);
   pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 256, 0,
-                                  static_cast<uint16_t>(cfg.mbuf_data_bytes + RTE_PKTMBUF_HEADROOM),
+                                  static_cast<uint16_t>(data_room + RTE_PKTMBUF_HEADROOM),
                                   rte_eth_dev_socket_id(id_));
   if (pool_ == nullptr) {
     *err = name_ + ": mempool of " + std::to_string(cfg.mbufs) + " mbufs: " + rte_strerror(rte_errno);
@@ -101,14 +106,11 @@ int Port::open(std::string_view name, const PortConfig& cfg, std::string* err) {
     return rc;
   }
   // Ask for a jumbo-capable MTU; ports that cannot keep their own.
-  const uint16_t mtu = std::min<uint16_t>(cfg.mtu, static_cast<uint16_t>(info.max_mtu));
-  if (rte_eth_dev_set_mtu(id_, mtu) == 0) {
-    max_frame_ = static_cast<uint16_t>(mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN);
-  } else {
-    uint16_t cur = RTE_ETHER_MTU;
-    rte_eth_dev_get_mtu(id_, &cur);
-    max_frame_ = static_cast<uint16_t>(cur + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN);
-  }
+  const uint16_t mtu = std::min<uint32_t>({cfg.mtu, info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN});
+  uint16_t cur = RTE_ETHER_MTU;
+  if (mtu > RTE_ETHER_MTU && rte_eth_dev_set_mtu(id_, mtu) == 0) cur = mtu;
+  rte_eth_dev_get_mtu(id_, &cur);
+  max_frame_ = std::min<uint16_t>(static_cast<uint16_t>(cur + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN), data_room_);
   uint16_t nb_rx = cfg.rx_descs, nb_tx = cfg.tx_descs;
   rte_eth_dev_adjust_nb_rx_tx_desc(id_, &nb_rx, &nb_tx);
   const int socket = rte_eth_dev_socket_id(id_);

@@ -50,10 +50,10 @@ Opcode read_response_opcode(uint32_t idx, uint32_t npkts) {
 
 // Pacing: a data packet occupies the QP's share of the wire for its wire time at
 // the congestion-control rate. At line rate the NIC is the only limit.
-void pace(Qp& qp, uint64_t now_ns, uint64_t line_rate_bps, uint32_t frame_bytes) {
-  const uint64_t rate = qp.flow.rate_bps();
+void pace(Qp& qp, uint64_t now_ns, const EngineConfig& cfg, uint32_t frame_bytes) {
+  const uint64_t rate = std::min(qp.flow.rate_bps(), cfg.line_rate_bps);
   const uint64_t now_ps = now_ns * kPicosPerNs;
-  if (rate >= line_rate_bps || rate == 0) {
+  if (rate == 0 || (rate == cfg.line_rate_bps && !cfg.pace_line_rate)) {
     qp.next_send_ps = now_ps;
     return;
   }
@@ -216,7 +216,7 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
   qp.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.counters.retransmitted_packets;
   qp.flow.on_send(now_ns, len);
-  pace(qp, now_ns, cfg.line_rate_bps, frame_bytes);
+  pace(qp, now_ns, cfg, frame_bytes);
   if (qp.rto_deadline_ns == kNever) arm_rto(qp);
 }
 
@@ -235,7 +235,7 @@ bool Engine::Impl::send_read_response(Qp& qp) {
   ++qp.counters.tx_data_packets;
   qp.counters.tx_payload_bytes += len;
   qp.flow.on_send(now_ns, len);
-  pace(qp, now_ns, cfg.line_rate_bps, frame_bytes);
+  pace(qp, now_ns, cfg, frame_bytes);
   job.va += len;
   job.remaining -= len;
   job.psn = psn_add(job.psn, 1);

@@ -29,6 +29,8 @@ namespace tita::dpdk {
 struct HostOptions {
   bool zero_copy = true;     // external-buffer payload where possible
   uint16_t burst = 32;       // frames per rx/tx burst
+  bool port_mac = true;      // source MAC from the port; false: the engine config's
+                             // (for ports whose kernel twin owns the port MAC, like net_tap on a bridge)
 };
 
 struct HostCounters {

@@ -71,6 +71,7 @@ class Port {
   rte_mempool* pool() const { return pool_; }
   uint16_t rx_queues() const { return cfg_.rx_queues; }
   uint16_t tx_queues() const { return cfg_.tx_queues; }
+  // The largest frame this port sends and receives (its MTU, and what one mbuf holds).
   uint16_t max_frame_bytes() const { return max_frame_; }
   bool multi_segment_tx() const { return multi_seg_; }  // chained mbufs (external payload) accepted
 
@@ -89,6 +90,7 @@ class Port {
   rte_mempool* pool_ = nullptr;
   uint8_t mac_[6] = {};
   uint16_t max_frame_ = 1518;
+  uint16_t data_room_ = 0;
   bool multi_seg_ = false;
   bool started_ = false;
   uint64_t tx_dropped_ = 0;

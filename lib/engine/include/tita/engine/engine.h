@@ -34,6 +34,10 @@ struct EngineConfig {
   uint8_t mac[6] = {0x02, 0, 0, 0, 0, 1};
   wire::Gid gid = wire::Gid::from_ipv4(0x0a000001);
   uint64_t line_rate_bps = 100'000'000'000;  // this NIC port
+  // Pace at the line rate even when congestion control allows it: for ports that
+  // accept frames faster than any wire would carry them (vdevs, AF_XDP, tap).
+  // Off, a QP at line rate skips pacing and the NIC serializes.
+  bool pace_line_rate = false;
   uint64_t base_rtt_ns = 10'000;             // congestion control's starting estimate
   bool compute_icrc = true;                  // off: ICRC sent as 0 (simulation speed)
   bool verify_icrc = true;                   // off: received ICRCs not checked
