@@ -27,6 +27,7 @@
 #include "oob.h"
 #include "tita/cc/cc.h"
 #include "tita/dpdk/host.h"
+#include "tita/dpdk/telemetry.h"
 #include "tita/wire/psn.h"
 
 namespace {
@@ -166,6 +167,7 @@ class Perf {
     if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
     host_ = std::make_unique<dpdk::EngineHost>(
         port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});
+    telemetry_id_ = dpdk::telemetry_publish(host_.get(), o_.server ? "tita-perf server" : "tita-perf client");
   }
 
   // Buffers, MR, CQ and QPs for --size and --qps (the server learns them from the client).
@@ -553,6 +555,7 @@ class Perf {
   perf::Oob oob_;
   uint8_t* mem_ = nullptr;
   std::vector<uint8_t> expected_;
+  int telemetry_id_ = -1;
   size_t mem_len_ = 0;
   uint32_t pd_ = 0;
   uint32_t cq_ = 0;

@@ -41,7 +41,8 @@ class Pair:
         self.oob_host = oob_host
         self.server_extra, self.client_extra = [], []
 
-    def test(self, args, tcp_port):
+    def test(self, args, tcp_port, during=None):
+        """Runs one test; during(), if given, is called while the client runs."""
         common = ["--no-pci", "--log-level=*:error"]
         server = self.wrap_server + [self.perf, "-l", "0"] + common + self.server_eal + [
             "--", "--port", self.server_port, "--ip", "10.0.0.2", "--server", "--json", "--tcp-port", str(tcp_port)
@@ -52,7 +53,15 @@ class Pair:
         srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
         try:
-            cli = subprocess.run(client, capture_output=True, text=True, timeout=120)
+            if during is None:
+                cli = subprocess.run(client, capture_output=True, text=True, timeout=120)
+            else:
+                proc = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                try:
+                    during()
+                finally:
+                    out_c, err_c = proc.communicate(timeout=120)
+                cli = subprocess.CompletedProcess(client, proc.returncode, out_c, err_c)
         finally:
             try:
                 out_s, err_s = srv.communicate(timeout=30)
@@ -84,6 +93,18 @@ def check_all_verbs(pair, extra=()):
     print(f"send latency 64 B: p50 {r['latency_us']['p50']:.2f} us, p99 {r['latency_us']['p99']:.2f} us")
 
 
+def telemetry(prefix, commands):
+    """Asks a running DPDK process through DPDK's own telemetry client."""
+    out = subprocess.run(["dpdk-telemetry.py", "-f", prefix], input="\n".join(commands) + "\n",
+                         capture_output=True, text=True, timeout=30).stdout
+    replies = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            replies.update(json.loads(line))
+    return replies
+
+
 def vhost(perf, work):
     sock = os.path.join(work, "vhost.sock")
     if os.path.exists(sock):
@@ -93,6 +114,30 @@ def vhost(perf, work):
                 ["--no-huge", "-m", "1024", "--file-prefix=tita-vh-c", f"--vdev=net_virtio_user0,path={sock},queues=1"],
                 "net_vhost0", "net_virtio_user0")
     check_all_verbs(pair)
+    if shutil.which("dpdk-telemetry.py") is None:
+        print("dpdk-telemetry.py not installed: telemetry not checked")
+        return
+    # Live statistics while a DCQCN run is going: the client's engine, its QPs, one QP.
+    seen = {}
+
+    def ask():
+        # One session: DPDK 22.11's telemetry socket may refuse a second client
+        # right after the first. QP numbers start at 0x11 (17).
+        time.sleep(1.5)
+        seen.update(telemetry("tita-vh-c", ["/tita/engines", "/tita/qps,0", "/tita/qp,0,17", "/tita/engine,0"]))
+
+    pair.test(["--test", "write", "--size", "65536", "--qps", "2", "--duration", "3", "--cc", "dcqcn"], 18690, ask)
+    qp = seen.get("/tita/qp", {})
+    eng = seen.get("/tita/engine", {})
+    print(f"telemetry: engines {seen.get('/tita/engines')}, qps {seen.get('/tita/qps')}, qp state "
+          f"{qp.get('state')} cc {qp.get('cc')} tx_packets {qp.get('tx_packets')}, engine rx_frames "
+          f"{eng.get('rx_frames')}")
+    if seen.get("/tita/engines") != [0] or len(seen.get("/tita/qps", [])) != 2:
+        raise AssertionError(f"telemetry lists: {seen}")
+    if qp.get("state") != "RTS" or qp.get("cc") != "dcqcn" or not qp.get("tx_packets"):
+        raise AssertionError(f"telemetry QP: {qp}")
+    if not eng.get("rx_frames") or eng.get("rx_dropped") != 0:
+        raise AssertionError(f"telemetry engine: {eng}")
 
 
 def memif(perf, work):

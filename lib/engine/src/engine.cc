@@ -748,6 +748,14 @@ void Engine::Impl::drop_ooo(Qp& qp) {
 
 // ---------------------------------------------------------------- introspection
 
+std::vector<uint32_t> Engine::qp_numbers() const {
+  std::vector<uint32_t> out;
+  for (const auto& qp : impl_->qps) {
+    if (qp && qp->valid) out.push_back(qp->qpn);
+  }
+  return out;
+}
+
 const QpCounters* Engine::qp_counters(uint32_t qp_num) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
   return qp ? &qp->counters : nullptr;

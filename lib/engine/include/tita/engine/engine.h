@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tita/engine/host.h"
 #include "tita/engine/verbs.h"
@@ -170,6 +171,8 @@ class Engine {
 
   const EngineCounters& counters() const;
   const QpCounters* qp_counters(uint32_t qp_num) const;
+  // The numbers of the QPs that exist, in creation order.
+  std::vector<uint32_t> qp_numbers() const;
   int qp_info(uint32_t qp_num, QpInfo* out) const;
   // Bytes of engine state per QP (fixed part, without its work queues).
   static size_t qp_state_bytes();

@@ -1,0 +1,169 @@
+#include "tita/dpdk/telemetry.h"
+
+#include <rte_telemetry.h>
+
+#include <charconv>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tita/dpdk/host.h"
+
+namespace tita::dpdk {
+namespace {
+
+struct Entry {
+  const EngineHost* host = nullptr;
+  std::string name;
+};
+
+std::mutex g_mutex;
+std::vector<Entry> g_entries;  // index = engine id; withdrawn entries keep their slot
+
+// Parses "<id>" or "<id>,<qpn>" from the parameters of a command.
+bool parse_ids(const char* params, long* id, long* qpn) {
+  if (params == nullptr) return false;
+  const std::string_view p(params);
+  const size_t comma = p.find(',');
+  const std::string_view a = p.substr(0, comma);
+  if (std::from_chars(a.data(), a.data() + a.size(), *id).ec != std::errc()) return false;
+  if (qpn == nullptr) return comma == std::string_view::npos;
+  if (comma == std::string_view::npos) return false;
+  const std::string_view b = p.substr(comma + 1);
+  const int base = b.starts_with("0x") ? 16 : 10;
+  const std::string_view digits = base == 16 ? b.substr(2) : b;
+  return std::from_chars(digits.data(), digits.data() + digits.size(), *qpn, base).ec == std::errc();
+}
+
+const EngineHost* find(long id) {
+  if (id < 0 || static_cast<size_t>(id) >= g_entries.size()) return nullptr;
+  return g_entries[static_cast<size_t>(id)].host;
+}
+
+void u64(rte_tel_data* d, const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); }
+
+int cmd_engines(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lock(g_mutex);
+  rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+  for (size_t i = 0; i < g_entries.size(); ++i) {
+    if (g_entries[i].host != nullptr) rte_tel_data_add_array_int(d, static_cast<int>(i));
+  }
+  return 0;
+}
+
+int cmd_engine(const char*, const char* params, rte_tel_data* d) {
+  long id;
+  if (!parse_ids(params, &id, nullptr)) return -1;
+  std::lock_guard lock(g_mutex);
+  const EngineHost* h = find(id);
+  if (h == nullptr) return -1;
+  const engine::EngineCounters& c = h->engine().counters();
+  const HostCounters& hc = h->counters();
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "name", g_entries[static_cast<size_t>(id)].name.c_str());
+  u64(d, "qps", h->engine().qp_numbers().size());
+  u64(d, "rx_frames", c.rx_frames);
+  u64(d, "rx_dropped", c.rx_dropped);
+  static constexpr const char* kParse[] = {"ok", "truncated", "not_ip", "bad_ip_version", "bad_ip_header",
+                                           "bad_ip_checksum", "not_udp", "not_roce", "length_mismatch",
+                                           "bad_bth_version", "unknown_opcode", "bad_pad_count", "bad_icrc"};
+  static_assert(std::size(kParse) == static_cast<size_t>(wire::ParseError::kCount));
+  for (size_t i = 1; i < std::size(kParse); ++i) {
+    const std::string key = std::string("rx_drop_") + kParse[i];
+    u64(d, key.c_str(), c.rx_parse_errors[i]);
+  }
+  u64(d, "rx_drop_unknown_qp", c.rx_unknown_qp);
+  u64(d, "rx_drop_bad_pkey", c.rx_bad_pkey);
+  u64(d, "rx_drop_qp_not_ready", c.rx_qp_not_ready);
+  u64(d, "tx_frames", c.tx_frames);
+  u64(d, "control_ring_full", c.control_ring_full);
+  u64(d, "ooo_pool_full", c.ooo_pool_full);
+  u64(d, "host_rx_linearized", hc.rx_linearized);
+  u64(d, "host_tx_zero_copy", hc.tx_zero_copy);
+  u64(d, "host_tx_copied", hc.tx_copied);
+  u64(d, "host_tx_no_mbuf", hc.tx_no_mbuf);
+  u64(d, "host_polls", hc.polls);
+  return 0;
+}
+
+int cmd_qps(const char*, const char* params, rte_tel_data* d) {
+  long id;
+  if (!parse_ids(params, &id, nullptr)) return -1;
+  std::lock_guard lock(g_mutex);
+  const EngineHost* h = find(id);
+  if (h == nullptr) return -1;
+  rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+  for (uint32_t qpn : h->engine().qp_numbers()) rte_tel_data_add_array_int(d, static_cast<int>(qpn));
+  return 0;
+}
+
+int cmd_qp(const char*, const char* params, rte_tel_data* d) {
+  long id, qpn;
+  if (!parse_ids(params, &id, &qpn)) return -1;
+  std::lock_guard lock(g_mutex);
+  const EngineHost* h = find(id);
+  if (h == nullptr) return -1;
+  engine::QpInfo info;
+  if (h->engine().qp_info(static_cast<uint32_t>(qpn), &info) != 0) return -1;
+  const engine::QpCounters& q = *h->engine().qp_counters(static_cast<uint32_t>(qpn));
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "state", std::string(engine::to_string(info.state)).c_str());
+  rte_tel_data_add_dict_string(d, "cc", std::string(info.cc).c_str());
+  u64(d, "rate_bps", info.rate_bps);
+  u64(d, "cwnd_bytes", info.cwnd_bytes == UINT64_MAX ? 0 : info.cwnd_bytes);
+  u64(d, "inflight_bytes", info.inflight_bytes);
+  u64(d, "snd_una", info.snd_una);
+  u64(d, "snd_nxt", info.snd_nxt);
+  u64(d, "epsn", info.epsn);
+  u64(d, "send_queue_depth", info.send_queue_depth);
+  u64(d, "recv_queue_depth", info.recv_queue_depth);
+  u64(d, "tx_packets", q.tx_packets);
+  u64(d, "tx_data_packets", q.tx_data_packets);
+  u64(d, "tx_payload_bytes", q.tx_payload_bytes);
+  u64(d, "rx_packets", q.rx_packets);
+  u64(d, "rx_payload_bytes", q.rx_payload_bytes);
+  u64(d, "retransmitted_packets", q.retransmitted_packets);
+  u64(d, "timeouts", q.timeouts);
+  u64(d, "acks_sent", q.acks_sent);
+  u64(d, "acks_received", q.acks_received);
+  u64(d, "nak_seq_sent", q.nak_seq_sent);
+  u64(d, "nak_seq_received", q.nak_seq_received);
+  u64(d, "rnr_nak_sent", q.rnr_nak_sent);
+  u64(d, "rnr_nak_received", q.rnr_nak_received);
+  u64(d, "nak_access_sent", q.nak_access_sent);
+  u64(d, "nak_access_received", q.nak_access_received);
+  u64(d, "duplicates_received", q.duplicates_received);
+  u64(d, "out_of_order_received", q.out_of_order_received);
+  u64(d, "ecn_ce_received", q.ecn_ce_received);
+  u64(d, "cnps_sent", q.cnps_sent);
+  u64(d, "cnps_received", q.cnps_received);
+  u64(d, "int_records_received", q.int_records_received);
+  u64(d, "rtt_samples", q.rtt_samples);
+  u64(d, "last_rtt_ns", q.last_rtt_ns);
+  return 0;
+}
+
+}  // namespace
+
+int telemetry_publish(const EngineHost* host, std::string_view name) {
+  std::lock_guard lock(g_mutex);
+  static bool registered = false;
+  if (!registered) {
+    rte_telemetry_register_cmd("/tita/engines", cmd_engines, "Ids of the tita engines. Takes no parameters");
+    rte_telemetry_register_cmd("/tita/engine", cmd_engine, "Counters of a tita engine. Parameters: int engine_id");
+    rte_telemetry_register_cmd("/tita/qps", cmd_qps, "QP numbers of a tita engine. Parameters: int engine_id");
+    rte_telemetry_register_cmd("/tita/qp", cmd_qp,
+                               "State and counters of a QP. Parameters: int engine_id, int qp_number");
+    registered = true;
+  }
+  g_entries.push_back({host, std::string(name)});
+  return static_cast<int>(g_entries.size() - 1);
+}
+
+void telemetry_withdraw(int id) {
+  std::lock_guard lock(g_mutex);
+  if (id >= 0 && static_cast<size_t>(id) < g_entries.size()) g_entries[static_cast<size_t>(id)].host = nullptr;
+}
+
+}  // namespace tita::dpdk
