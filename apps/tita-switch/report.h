@@ -1,0 +1,92 @@
+// tita-switch counters: a snapshot of the switch taken on the polling lcore,
+// read by rte_telemetry's thread (/tita_switch/...), the periodic stats line and
+// the final report (text, or JSON with --json).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tita/dpdk/port.h"
+#include "tita/fabric/switch.h"
+
+namespace tita::tsw {
+
+// What the application itself counts (outside lib/fabric).
+struct AppCounters {
+  uint64_t pfc_no_mbuf = 0;       // a PFC frame could not be built: control pool empty
+  uint64_t pfc_tx_refused = 0;    // the port did not take a PFC frame
+  uint64_t edit_no_room = 0;      // an INT record did not fit the mbuf (dropped)
+  uint64_t loops = 0;
+  uint64_t slow_loops = 0;   // polling loop iterations longer than 100 us (shaper tokens may be lost)
+  uint64_t max_loop_ns = 0;
+};
+
+struct PortSnapshot {
+  std::string name;
+  uint16_t dpdk_id = 0;
+  uint64_t rate_bps = 0;
+  bool shaped = false;
+  fabric::PortCounters c;
+  dpdk::PortStats pmd;
+  double avg_qlen_bytes = 0;
+};
+
+struct Snapshot {
+  uint64_t uptime_ns = 0;
+  std::vector<PortSnapshot> ports;
+  uint64_t buffer_bytes = 0;
+  uint64_t buffer_used_bytes = 0;
+  uint64_t shared_bytes = 0;
+  uint64_t shared_used_bytes = 0;
+  uint64_t held_packets = 0;
+  AppCounters app;
+};
+
+// Every scalar counter of a port, by name (the names telemetry and JSON use).
+template <class F>
+void for_each_counter(const PortSnapshot& p, F&& f) {
+  const fabric::PortCounters& c = p.c;
+  f("rate_mbps", p.rate_bps / 1'000'000);
+  f("rx_packets", c.rx_packets);
+  f("rx_bytes", c.rx_bytes);
+  f("tx_packets", c.tx_packets);
+  f("tx_bytes", c.tx_bytes);
+  f("dropped", c.dropped());
+  f("ecn_marked", c.ecn_marked);
+  f("int_pushed", c.int_pushed);
+  f("int_overflowed", c.int_overflowed);
+  f("pfc_frames_sent", c.pfc_frames_sent);
+  f("pfc_pause_sent", c.pfc_pause_sent_total());
+  f("pfc_frames_received", c.pfc_frames_received);
+  f("pfc_pause_received", c.pfc_pause_received_total());
+  f("qlen_bytes", c.qlen_bytes);
+  f("max_qlen_bytes", c.max_qlen_bytes);
+  f("avg_qlen_bytes", static_cast<uint64_t>(p.avg_qlen_bytes + 0.5));
+  f("pmd_rx_packets", p.pmd.rx_packets);
+  f("pmd_tx_packets", p.pmd.tx_packets);
+  f("pmd_rx_missed", p.pmd.rx_missed);
+  f("pmd_tx_dropped", p.pmd.tx_dropped);
+}
+
+void fill_snapshot(const fabric::SwitchCore& sw, const std::vector<std::string>& names,
+                   const std::vector<dpdk::PortStats>& pmd, const std::vector<uint16_t>& dpdk_ids, uint64_t now_ns,
+                   uint64_t start_ns, const AppCounters& app, Snapshot* out);
+
+nlohmann::json to_json(const Snapshot& s);
+std::string to_text(const Snapshot& s);
+
+// The snapshot the telemetry thread reads; the polling lcore refreshes it with
+// try_lock, so it never waits.
+struct SharedSnapshot {
+  std::mutex mu;
+  Snapshot snap;
+};
+// Registers /tita_switch/ports, /tita_switch/port, /tita_switch/queues,
+// /tita_switch/stats and /tita_switch/qlen over `shared` (which must outlive EAL).
+int register_telemetry(SharedSnapshot* shared, std::string* err);
+
+}  // namespace tita::tsw
