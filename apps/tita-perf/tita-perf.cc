@@ -10,7 +10,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <rte_eth_ring.h>
 #include <rte_lcore.h>
+#include <rte_ring.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +63,8 @@ struct Options {
   std::string recovery = "gbn";
   double rate_gbps = 100;
   bool pace = false;
+  bool loopback = false;
+  bool quiet = false;  // no report (the in-process server of --loopback)
   bool check = false;
   bool zero_copy = false;
   bool json_out = false;
@@ -523,7 +527,9 @@ class Perf {
                 {"server", server},
                 {"check", o_.check ? (failures == 0 ? "ok" : "FAILED") : "off"}};
     if (o_.mode == "lat") out["latency_us"] = client.value("latency_us", json::object());
-    if (o_.json_out) {
+    if (o_.quiet) {
+      // nothing to print
+    } else if (o_.json_out) {
       std::printf("%s\n", out.dump().c_str());
     } else if (o_.mode == "bw") {
       std::printf("%-6s %9s %4s %10s %9s %9s %9s %8s %8s %6s\n", "test", "bytes", "qps", "messages", "Gb/s",
@@ -587,6 +593,8 @@ int main(int argc, char** argv) {
   app.add_option("--ip", o.ip, "this host's IPv4 address (its RoCE GID)")->capture_default_str();
   app.add_option("--mac", o.mac, "source MAC (default: the port's); the port is promiscuous");
   auto* srv = app.add_flag("--server", o.server, "serve a client's test");
+  auto* lb = app.add_flag("--loopback", o.loopback,
+                          "server and client in this process over crossed net_ring ports (needs -l with two lcores)");
   auto* cli = app.add_option("--client", o.client, "run the test against the server at this TCP host");
   srv->excludes(cli);
   app.add_option("--tcp-port", o.tcp_port, "out-of-band TCP port")->capture_default_str();
@@ -618,8 +626,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (!o.server && o.client.empty()) {
-    std::fprintf(stderr, "tita-perf: give --server or --client HOST\n");
+  (void)lb;
+  if (!o.server && o.client.empty() && !o.loopback) {
+    std::fprintf(stderr, "tita-perf: give --server, --client HOST or --loopback\n");
     return 2;
   }
   {
@@ -640,5 +649,35 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   // A vhost-user peer that has already exited must not kill us while the port closes.
   std::signal(SIGPIPE, SIG_IGN);
-  return Perf(o).run();
+  if (!o.loopback) return Perf(o).run();
+
+  // Loopback: two net_ring ports whose rings are crossed, the server on a worker
+  // lcore and the client on this one, talking over TCP on localhost as usual.
+  const unsigned worker = rte_get_next_lcore(rte_lcore_id(), 1, 0);
+  if (worker >= RTE_MAX_LCORE) {
+    std::fprintf(stderr, "tita-perf: --loopback needs two lcores (e.g. -l 0,1)\n");
+    return 2;
+  }
+  rte_ring* ab = rte_ring_create("tita_lb_ab", 4096, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  rte_ring* ba = rte_ring_create("tita_lb_ba", 4096, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  const int pa = ab && ba ? rte_eth_from_rings("tita_lb_a", &ba, 1, &ab, 1, rte_socket_id()) : -1;
+  const int pb = ab && ba ? rte_eth_from_rings("tita_lb_b", &ab, 1, &ba, 1, rte_socket_id()) : -1;
+  if (pa < 0 || pb < 0) {
+    std::fprintf(stderr, "tita-perf: cannot create the loopback ring ports\n");
+    return 1;
+  }
+  static Options server;
+  server = o;
+  server.server = true;
+  server.port = std::to_string(pb);
+  server.ip = "10.0.0.2";
+  server.quiet = true;  // the client prints the result
+  o.port = std::to_string(pa);
+  o.client = "127.0.0.1";
+  rte_eal_remote_launch(
+      [](void*) -> int { return Perf(server).run(); },
+      nullptr, worker);
+  const int rc = Perf(o).run();
+  rte_eal_wait_lcore(worker);
+  return rc;
 }
