@@ -1,0 +1,255 @@
+#include "tita-flow-manager.h"
+
+#include "ns3/abort.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("TitaFlowManager");
+NS_OBJECT_ENSURE_REGISTERED(TitaFlowManager);
+
+namespace eng = ::tita::engine;
+
+double
+TitaFlowRecord::Slowdown() const
+{
+    const double fct = (end - start).GetNanoSeconds();
+    return idealNs > 0 ? std::max(1.0, fct / static_cast<double>(idealNs)) : 0.0;
+}
+
+TypeId
+TitaFlowManager::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::TitaFlowManager")
+            .SetParent<Object>()
+            .SetGroupName("Tita")
+            .AddConstructor<TitaFlowManager>()
+            .AddAttribute("Cc",
+                          "Congestion control of new QPs: none dcqcn timely hpcc swift powertcp nscc tita",
+                          StringValue("none"),
+                          MakeStringAccessor(&TitaFlowManager::m_cc),
+                          MakeStringChecker())
+            .AddAttribute("CcParams",
+                          "Comma-separated name=value parameters of the congestion control (cc::Params)",
+                          StringValue(""),
+                          MakeStringAccessor(&TitaFlowManager::m_ccParams),
+                          MakeStringChecker())
+            .AddAttribute("QpReclaimDelay",
+                          "Time after a flow completes before its QPs are destroyed",
+                          TimeValue(MilliSeconds(1)),
+                          MakeTimeAccessor(&TitaFlowManager::m_reclaimDelay),
+                          MakeTimeChecker(Time(0)))
+            .AddTraceSource("FlowComplete",
+                            "A flow or message completed",
+                            MakeTraceSourceAccessor(&TitaFlowManager::m_flowCompleteTrace),
+                            "ns3::TitaFlowManager::FlowTracedCallback");
+    return tid;
+}
+
+TitaFlowManager::TitaFlowManager()
+    : m_reclaimDelay(MilliSeconds(1))
+{
+}
+
+void
+TitaFlowManager::SetNetwork(TitaNetworkHelper* net)
+{
+    m_net = net;
+    for (uint32_t h = 0; h < net->GetNHosts(); ++h)
+    {
+        net->GetNic(h)->SetCompletionCallback(MakeCallback(&TitaFlowManager::OnCompletion, this));
+    }
+    if (net->GetNHosts() > 0)
+    {
+        UintegerValue v;
+        net->GetNic(0)->GetAttribute("PathMtu", v);
+        m_mtu = static_cast<uint32_t>(v.Get());
+    }
+    m_ccParamList.clear();
+    std::stringstream ss(m_ccParams);
+    std::string item;
+    while (std::getline(ss, item, ','))
+    {
+        if (!item.empty())
+        {
+            m_ccParamList.push_back(item);
+        }
+    }
+}
+
+uint64_t
+TitaFlowManager::IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const
+{
+    const TitaNetworkHelper::PathInfo p = m_net->GetPath(src, dst);
+    if (p.links == 0)
+    {
+        return 0;
+    }
+    const uint64_t packets = bytes == 0 ? 1 : (bytes + m_mtu - 1) / m_mtu;
+    const uint64_t wire = bytes + packets * kPacketOverheadBytes;
+    const double ns = static_cast<double>(m_net->GetBaseRttNs(src, dst, m_mtu)) +
+                      static_cast<double>(wire) * 8e9 / static_cast<double>(p.bottleneckBps);
+    return static_cast<uint64_t>(ns + 0.5);
+}
+
+std::pair<uint32_t, uint32_t>
+TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
+{
+    Ptr<RdmaNicNetDevice> a = m_net->GetNic(src);
+    Ptr<RdmaNicNetDevice> b = m_net->GetNic(dst);
+    const uint32_t qa = a->CreateQp();
+    const uint32_t qb = b->CreateQp();
+    NS_ABORT_MSG_IF(qa == 0 || qb == 0, "out of QPs (raise ns3::RdmaNicNetDevice::MaxQps)");
+    NS_ABORT_MSG_IF(a->ConnectQp(qa, b, qb) != 0 || b->ConnectQp(qb, a, qa) != 0, "cannot connect QPs");
+    a->SetCc(qa, m_cc, m_ccParamList);
+    b->SetCc(qb, m_cc, m_ccParamList);
+    return {qa, qb};
+}
+
+uint32_t
+TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done)
+{
+    NS_ABORT_MSG_IF(bytes > 0x7fffffffULL, "flows above 2 GiB are not supported (one WR)");
+    const uint32_t id = m_nextId++;
+    Flow& f = m_flows[id];
+    f.rec.id = id;
+    f.rec.src = src;
+    f.rec.dst = dst;
+    f.rec.bytes = bytes;
+    f.rec.start = Simulator::Now();
+    f.rec.idealNs = IdealFctNs(src, dst, bytes);
+    f.rec.hops = m_net->GetPath(src, dst).links;
+    f.onSent = std::move(done);
+    std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst);
+    ++m_started;
+    m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), false, m_net->GetNic(dst));
+    NS_LOG_LOGIC("flow " << id << " " << src << " -> " << dst << " " << bytes << " B");
+    return id;
+}
+
+uint32_t
+TitaFlowManager::SendMessage(uint32_t src,
+                             uint32_t dst,
+                             uint64_t bytes,
+                             int32_t group,
+                             int32_t step,
+                             Done onSent,
+                             Done onReceived)
+{
+    NS_ABORT_MSG_IF(bytes > 0x7fffffffULL, "messages above 2 GiB are not supported (one WR)");
+    const uint64_t key = uint64_t{src} << 32 | dst;
+    auto it = m_connections.find(key);
+    if (it == m_connections.end())
+    {
+        Connection c;
+        std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst);
+        it = m_connections.emplace(key, c).first;
+    }
+    const uint32_t id = m_nextId++;
+    Flow& f = m_flows[id];
+    f.rec.id = id;
+    f.rec.src = src;
+    f.rec.dst = dst;
+    f.rec.bytes = bytes;
+    f.rec.start = Simulator::Now();
+    f.rec.idealNs = IdealFctNs(src, dst, bytes);
+    f.rec.group = group;
+    f.rec.step = step;
+    f.rec.hops = m_net->GetPath(src, dst).links;
+    f.srcQpn = it->second.srcQpn;
+    f.dstQpn = it->second.dstQpn;
+    f.message = true;
+    f.onSent = std::move(onSent);
+    f.onReceived = std::move(onReceived);
+    ++m_started;
+    Ptr<RdmaNicNetDevice> b = m_net->GetNic(dst);
+    NS_ABORT_MSG_IF(b->PostRecv(f.dstQpn, id) != 0, "receive queue full on host " << dst);
+    const int rc = m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), true, b);
+    NS_ABORT_MSG_IF(rc != 0, "send queue full on host " << src << " (rc " << rc << ")");
+    return id;
+}
+
+void
+TitaFlowManager::OnCompletion(Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& wc)
+{
+    const bool recv = wc.opcode == eng::WcOpcode::kRecv || wc.opcode == eng::WcOpcode::kRecvRdmaWithImm;
+    const uint32_t id = recv && wc.with_imm ? wc.imm_data : static_cast<uint32_t>(wc.wr_id);
+    auto it = m_flows.find(id);
+    if (it == m_flows.end())
+    {
+        return;
+    }
+    Flow& f = it->second;
+    if (wc.status != eng::WcStatus::kSuccess)
+    {
+        f.rec.ok = false;
+    }
+    if (recv)
+    {
+        f.received = true;
+        if (f.message)
+        {
+            f.rec.end = Simulator::Now();
+            if (f.onReceived)
+            {
+                f.onReceived(f.rec);
+            }
+        }
+    }
+    else
+    {
+        f.sent = true;
+        if (!f.message)
+        {
+            f.rec.end = Simulator::Now();
+        }
+        if (f.onSent)
+        {
+            f.onSent(f.rec);
+        }
+    }
+    const bool complete = f.message ? (f.sent && f.received) || !f.rec.ok : f.sent;
+    if (complete)
+    {
+        Finish(f);
+        m_flows.erase(id);
+    }
+}
+
+void
+TitaFlowManager::Finish(Flow& f)
+{
+    ++m_finished;
+    if (!f.rec.ok)
+    {
+        ++m_failed;
+    }
+    m_flowCompleteTrace(f.rec);
+    if (!f.message)
+    {
+        Simulator::Schedule(m_reclaimDelay,
+                            &TitaFlowManager::Reclaim,
+                            this,
+                            f.rec.src,
+                            f.srcQpn,
+                            f.rec.dst,
+                            f.dstQpn);
+    }
+}
+
+void
+TitaFlowManager::Reclaim(uint32_t src, uint32_t srcQpn, uint32_t dst, uint32_t dstQpn)
+{
+    m_net->GetNic(src)->DestroyQp(srcQpn);
+    m_net->GetNic(dst)->DestroyQp(dstQpn);
+}
+
+} // namespace ns3

@@ -1,0 +1,134 @@
+// Flows and messages between NICs: QPs created and connected on both engines,
+// one RDMA WRITE per flow from phantom memory, completion times, the ideal FCT of
+// the same flow alone in the empty network.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tita-network-helper.h"
+
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+namespace ns3
+{
+
+/**
+ * \ingroup tita
+ * One flow (or collective message) as the runner reports it.
+ */
+struct TitaFlowRecord
+{
+    uint32_t id = 0;
+    uint32_t src = 0; ///< host index
+    uint32_t dst = 0;
+    uint64_t bytes = 0;
+    Time start;
+    Time end;            ///< completion at the sender (WRITE) or the receiver (WRITE with immediate)
+    uint64_t idealNs = 0; ///< the same flow alone in the empty network
+    bool ok = true;      ///< false: it completed with an error status
+    int32_t group = -1;  ///< collective index, -1 for plain flows
+    int32_t step = -1;   ///< collective step
+    uint32_t hops = 0;   ///< links on its path
+
+    double Slowdown() const;
+};
+
+/**
+ * \ingroup tita
+ * Creates flows between hosts of a TitaNetworkHelper's network and watches them
+ * complete.
+ *
+ * A flow gets its own QP pair (as in the HPCC simulator), connected RESET ->
+ * INIT -> RTR -> RTS on both engines with each other's QPN, GID and MAC, with
+ * the manager's congestion control; the sender posts one RDMA WRITE of the flow
+ * size. FCT = sender completion - start. Both QPs are destroyed QpReclaimDelay
+ * after completion (late duplicates find no QP rather than a new one).
+ *
+ * Messages (for collectives) reuse one QP pair per ordered host pair and are
+ * RDMA WRITEs with immediate, so that the receiver learns when the data is there.
+ *
+ * Ideal FCT (as the HPCC artifact's fct_analysis computes it): base RTT of the
+ * pair (2 x propagation + one MTU payload's store-and-forward per link) +
+ * (bytes + packets x per-packet overhead) x 8 / bottleneck rate, with the
+ * overhead = Ethernet 14 + 802.1Q 4 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 +
+ * preamble, FCS and gap 24 = 86 bytes (no INT, as the artifact).
+ */
+class TitaFlowManager : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    TitaFlowManager();
+
+    void SetNetwork(TitaNetworkHelper* net);
+    TitaNetworkHelper* GetNetwork() const { return m_net; }
+
+    using Done = std::function<void(const TitaFlowRecord&)>;
+
+    /// Starts a flow now; done (may be empty) runs at its completion. Returns its id.
+    uint32_t StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done = {});
+    /// Sends a message now over the (src, dst) connection; onSent at the sender's
+    /// completion, onReceived at the receiver's (when all the data is there).
+    uint32_t SendMessage(uint32_t src,
+                         uint32_t dst,
+                         uint64_t bytes,
+                         int32_t group,
+                         int32_t step,
+                         Done onSent,
+                         Done onReceived);
+
+    uint64_t IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const;
+    uint32_t GetStarted() const { return m_started; }
+    uint32_t GetFinished() const { return m_finished; }
+    uint32_t GetActive() const { return m_started - m_finished; }
+    uint32_t GetFailed() const { return m_failed; }
+
+    /// Trace signature of FlowComplete.
+    typedef void (*FlowTracedCallback)(const TitaFlowRecord& record);
+
+    static constexpr uint32_t kPacketOverheadBytes = 86;
+
+  private:
+    struct Flow
+    {
+        TitaFlowRecord rec;
+        uint32_t srcQpn = 0;
+        uint32_t dstQpn = 0;
+        bool message = false;
+        bool sent = false;
+        bool received = false;
+        Done onSent;
+        Done onReceived;
+    };
+    struct Connection
+    {
+        uint32_t srcQpn = 0;
+        uint32_t dstQpn = 0;
+    };
+
+    void OnCompletion(Ptr<RdmaNicNetDevice> nic, const ::tita::engine::WorkCompletion& wc);
+    void Finish(Flow& f);
+    std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst);
+    void Reclaim(uint32_t src, uint32_t srcQpn, uint32_t dst, uint32_t dstQpn);
+
+    TitaNetworkHelper* m_net = nullptr;
+    std::string m_cc;
+    std::string m_ccParams;
+    std::vector<std::string> m_ccParamList;
+    Time m_reclaimDelay;
+    uint32_t m_nextId = 1;
+    uint32_t m_started = 0;
+    uint32_t m_finished = 0;
+    uint32_t m_failed = 0;
+    uint32_t m_mtu = 1024;
+    std::unordered_map<uint32_t, Flow> m_flows;
+    std::unordered_map<uint64_t, Connection> m_connections;
+    TracedCallback<const TitaFlowRecord&> m_flowCompleteTrace;
+};
+
+} // namespace ns3

@@ -1,0 +1,362 @@
+#include "tita-network-helper.h"
+
+#include "ns3/abort.h"
+#include "ns3/log.h"
+#include "ns3/names.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-helper.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("TitaNetworkHelper");
+
+TitaNetworkHelper::TitaNetworkHelper()
+{
+    m_nicFactory.SetTypeId("ns3::RdmaNicNetDevice");
+    m_switchFactory.SetTypeId("ns3::TitaSwitchNode");
+    m_channelFactory.SetTypeId("ns3::TitaChannel");
+}
+
+void
+TitaNetworkHelper::SetNicAttribute(const std::string& name, const AttributeValue& value)
+{
+    m_nicFactory.Set(name, value);
+}
+
+void
+TitaNetworkHelper::SetSwitchAttribute(const std::string& name, const AttributeValue& value)
+{
+    m_switchFactory.Set(name, value);
+}
+
+void
+TitaNetworkHelper::SetChannelAttribute(const std::string& name, const AttributeValue& value)
+{
+    m_channelFactory.Set(name, value);
+}
+
+Ipv4Address
+TitaNetworkHelper::HostAddress(uint32_t host)
+{
+    // As the HPCC simulator numbers its servers: 11.x.y.1.
+    return Ipv4Address(0x0b000001u + ((host / 256) << 16) + ((host % 256) << 8));
+}
+
+uint32_t
+TitaNetworkHelper::GetHostIndex(Ptr<const RdmaNicNetDevice> nic) const
+{
+    const uint32_t a = nic->GetIpv4().Get() - 0x0b000001u;
+    return (a >> 16) * 256 + ((a >> 8) & 0xff);
+}
+
+void
+TitaNetworkHelper::Build(const TitaTopology& topo)
+{
+    NS_ABORT_MSG_IF(!m_nodes.empty(), "TitaNetworkHelper::Build runs once");
+    m_topo = topo;
+    const auto& vs = m_topo.Vertices();
+    const std::size_t nv = vs.size();
+    m_nodes.assign(nv, nullptr);
+    m_switchOf.assign(nv, nullptr);
+    m_ports.assign(nv, {});
+    m_nics.assign(m_topo.Hosts().size(), nullptr);
+
+    for (uint32_t v = 0; v < nv; ++v)
+    {
+        if (vs[v].kind == TitaTopology::Kind::kSwitch)
+        {
+            Ptr<TitaSwitchNode> sw = m_switchFactory.Create<TitaSwitchNode>();
+            m_switchOf[v] = sw;
+            m_switches.push_back(sw);
+            m_nodes[v] = sw;
+            if (m_names)
+            {
+                Names::Add(vs[v].name, sw);
+            }
+        }
+    }
+    for (uint32_t v = 0; v < nv; ++v)
+    {
+        if (vs[v].kind == TitaTopology::Kind::kHost)
+        {
+            const auto owner = static_cast<uint32_t>(vs[v].node);
+            if (!m_nodes[owner])
+            {
+                m_nodes[owner] = CreateObject<Node>();
+                if (m_names)
+                {
+                    Names::Add(vs[owner].name, m_nodes[owner]);
+                }
+            }
+            m_nodes[v] = m_nodes[owner];
+        }
+    }
+
+    // Links: one device per end, one channel each.
+    const auto& links = m_topo.Links();
+    m_channels.reserve(links.size());
+    m_linkDevs.reserve(links.size());
+    for (uint32_t i = 0; i < links.size(); ++i)
+    {
+        const auto& l = links[i];
+        Ptr<TitaChannel> ch = m_channelFactory.Create<TitaChannel>();
+        ch->SetAttribute("Delay", TimeValue(NanoSeconds(l.delayNs)));
+        Ptr<TitaNetDevice> ends[2];
+        const uint32_t v2[2] = {l.a, l.b};
+        for (int e = 0; e < 2; ++e)
+        {
+            const uint32_t v = v2[e];
+            if (vs[v].kind == TitaTopology::Kind::kSwitch)
+            {
+                Ptr<TitaSwitchNetDevice> d = CreateObject<TitaSwitchNetDevice>();
+                d->SetAddress(Mac48Address::Allocate());
+                d->SetDataRate(DataRate(l.rateBps));
+                m_switchOf[v]->AddPort(d);
+                ends[e] = d;
+            }
+            else
+            {
+                const int32_t h = m_topo.HostIndexOf(v);
+                NS_ABORT_MSG_IF(m_nics[h], "host " << vs[v].name << " has more than one link");
+                Ptr<RdmaNicNetDevice> d = m_nicFactory.Create<RdmaNicNetDevice>();
+                d->SetAddress(Mac48Address::Allocate());
+                d->SetDataRate(DataRate(l.rateBps));
+                d->SetIpv4(HostAddress(h));
+                m_nodes[v]->AddDevice(d);
+                m_nics[h] = d;
+                ends[e] = d;
+            }
+            m_ports[v].push_back({i, v2[1 - e]});
+            ends[e]->Attach(ch);
+        }
+        m_channels.push_back(ch);
+        m_linkDevs.emplace_back(ends[0], ends[1]);
+    }
+    for (uint32_t h = 0; h < m_nics.size(); ++h)
+    {
+        NS_ABORT_MSG_IF(!m_nics[h], "host " << vs[m_topo.Hosts()[h]].name << " has no link");
+    }
+    for (auto& sw : m_switches)
+    {
+        sw->Setup();
+    }
+    uint32_t mtu = 1024;
+    if (!m_nics.empty())
+    {
+        UintegerValue v;
+        m_nics[0]->GetAttribute("PathMtu", v);
+        mtu = static_cast<uint32_t>(v.Get());
+    }
+    ComputeRoutes(mtu);
+    for (auto& nic : m_nics)
+    {
+        nic->SetAttribute("BaseRtt", TimeValue(NanoSeconds(m_maxBaseRttNs)));
+        nic->GetEngine(); // the engine now, from the final attributes
+    }
+    NS_LOG_INFO("built " << m_topo.Describe() << ", max base RTT " << m_maxBaseRttNs << " ns");
+}
+
+void
+TitaNetworkHelper::ComputeRoutes(uint32_t payloadBytes)
+{
+    const auto& vs = m_topo.Vertices();
+    const auto& links = m_topo.Links();
+    const std::size_t nv = vs.size();
+    const uint32_t nh = static_cast<uint32_t>(m_nics.size());
+    m_route.assign(nv, {});
+    m_groups.assign(nv, {});
+    std::vector<std::map<std::vector<uint16_t>, int32_t>> groupIds(nv);
+    for (uint32_t v = 0; v < nv; ++v)
+    {
+        if (vs[v].kind == TitaTopology::Kind::kSwitch)
+        {
+            m_route[v].assign(nh, -1);
+        }
+    }
+    std::vector<int32_t> dist(nv);
+    std::vector<uint64_t> delay(nv);
+    std::vector<uint64_t> txDelay(nv);
+    std::vector<uint32_t> queue;
+    queue.reserve(nv);
+    for (uint32_t h = 0; h < nh; ++h)
+    {
+        const uint32_t d = m_topo.Hosts()[h];
+        std::fill(dist.begin(), dist.end(), -1);
+        queue.clear();
+        dist[d] = 0;
+        delay[d] = 0;
+        txDelay[d] = 0;
+        queue.push_back(d);
+        for (std::size_t i = 0; i < queue.size(); ++i)
+        {
+            const uint32_t u = queue[i];
+            for (const Port& p : m_ports[u])
+            {
+                const uint32_t n = p.peer;
+                if (dist[n] >= 0)
+                {
+                    continue;
+                }
+                const auto& l = links[p.link];
+                dist[n] = dist[u] + 1;
+                delay[n] = delay[u] + l.delayNs;
+                txDelay[n] = txDelay[u] + uint64_t{payloadBytes} * 8'000'000'000ULL / l.rateBps;
+                if (vs[n].kind == TitaTopology::Kind::kSwitch)
+                {
+                    queue.push_back(n); // packets never cross a host
+                }
+                else
+                {
+                    m_maxBaseRttNs = std::max(m_maxBaseRttNs, 2 * delay[n] + txDelay[n]);
+                }
+            }
+        }
+        for (uint32_t s : queue)
+        {
+            if (vs[s].kind != TitaTopology::Kind::kSwitch)
+            {
+                continue;
+            }
+            std::vector<uint16_t> group;
+            for (uint16_t port = 0; port < m_ports[s].size(); ++port)
+            {
+                const uint32_t n = m_ports[s][port].peer;
+                const bool toward = dist[n] == dist[s] - 1 &&
+                                    (vs[n].kind == TitaTopology::Kind::kSwitch || n == d);
+                if (toward)
+                {
+                    group.push_back(port);
+                }
+            }
+            if (group.empty())
+            {
+                continue;
+            }
+            auto [it, fresh] = groupIds[s].try_emplace(group, static_cast<int32_t>(m_groups[s].size()));
+            if (fresh)
+            {
+                m_groups[s].push_back(group);
+            }
+            m_route[s][h] = it->second;
+            m_switchOf[s]->AddRoute(HostAddress(h), group);
+        }
+    }
+}
+
+TitaNetworkHelper::PathInfo
+TitaNetworkHelper::GetPath(uint32_t src, uint32_t dst) const
+{
+    PathInfo info;
+    const auto& links = m_topo.Links();
+    uint32_t v = m_topo.Hosts()[src];
+    const uint32_t target = m_topo.Hosts()[dst];
+    info.vertices.push_back(v);
+    info.bottleneckBps = UINT64_MAX;
+    for (int guard = 0; v != target && guard < 64; ++guard)
+    {
+        const Port* next = nullptr;
+        if (m_topo.Vertices()[v].kind == TitaTopology::Kind::kHost)
+        {
+            next = &m_ports[v].front();
+        }
+        else
+        {
+            const int32_t g = m_route[v][dst];
+            if (g < 0)
+            {
+                return PathInfo{};
+            }
+            next = &m_ports[v][m_groups[v][g].front()];
+        }
+        const auto& l = links[next->link];
+        info.links++;
+        info.delayNs += l.delayNs;
+        info.bottleneckBps = std::min(info.bottleneckBps, l.rateBps);
+        info.rates.push_back(l.rateBps);
+        v = next->peer;
+        info.vertices.push_back(v);
+    }
+    if (v != target)
+    {
+        return PathInfo{};
+    }
+    return info;
+}
+
+uint64_t
+TitaNetworkHelper::GetBaseRttNs(uint32_t src, uint32_t dst, uint32_t payloadBytes) const
+{
+    const PathInfo p = GetPath(src, dst);
+    uint64_t tx = 0;
+    for (uint64_t r : p.rates)
+    {
+        tx += uint64_t{payloadBytes} * 8'000'000'000ULL / r;
+    }
+    return 2 * p.delayNs + tx;
+}
+
+std::pair<Ptr<TitaNetDevice>, Ptr<TitaNetDevice>>
+TitaNetworkHelper::GetLinkDevices(uint32_t link) const
+{
+    return m_linkDevs[link];
+}
+
+void
+TitaNetworkHelper::EnablePcap(const std::string& prefix, uint32_t host)
+{
+    PcapHelper pcap;
+    Ptr<PcapFileWrapper> file = pcap.CreateFile(prefix + "-" + std::to_string(host) + ".pcap",
+                                                std::ios::out,
+                                                PcapHelper::DLT_EN10MB);
+    pcap.HookDefaultSink<TitaNetDevice>(m_nics[host], "PromiscSniffer", file);
+}
+
+void
+TitaNetworkHelper::EnableSwitchPcap(const std::string& prefix, uint32_t vertex)
+{
+    Ptr<TitaSwitchNode> sw = m_switchOf[vertex];
+    NS_ABORT_MSG_IF(!sw, "vertex " << vertex << " is not a switch");
+    PcapHelper pcap;
+    for (uint16_t p = 0; p < sw->GetNPorts(); ++p)
+    {
+        Ptr<PcapFileWrapper> file =
+            pcap.CreateFile(prefix + "-" + m_topo.Vertices()[vertex].name + "-" + std::to_string(p) + ".pcap",
+                            std::ios::out,
+                            PcapHelper::DLT_EN10MB);
+        pcap.HookDefaultSink<TitaNetDevice>(sw->GetPort(p), "PromiscSniffer", file);
+    }
+}
+
+void
+TitaNetworkHelper::SetLinkDown(uint32_t link, Time at, Time rerouteAfter)
+{
+    Ptr<TitaChannel> ch = m_channels[link];
+    Simulator::Schedule(at, &TitaChannel::SetLinkUp, ch, false);
+    if (rerouteAfter.IsNegative())
+    {
+        return;
+    }
+    const auto& l = m_topo.Links()[link];
+    for (uint32_t v : {l.a, l.b})
+    {
+        Ptr<TitaSwitchNode> sw = m_switchOf[v];
+        if (!sw)
+        {
+            continue;
+        }
+        for (uint16_t port = 0; port < m_ports[v].size(); ++port)
+        {
+            if (m_ports[v][port].link == link)
+            {
+                Simulator::Schedule(at + rerouteAfter, &TitaSwitchNode::SetPortUp, sw, port, false);
+            }
+        }
+    }
+}
+
+} // namespace ns3

@@ -1,0 +1,368 @@
+#include "tita-topology.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace ns3
+{
+
+uint32_t
+TitaTopology::AddHost(const std::string& name)
+{
+    const auto v = static_cast<uint32_t>(m_vertices.size());
+    Vertex x;
+    x.kind = Kind::kHost;
+    x.name = name;
+    x.node = static_cast<int32_t>(v);
+    m_vertices.push_back(x);
+    m_hostIndex.push_back(static_cast<int32_t>(m_hosts.size()));
+    m_hosts.push_back(v);
+    return v;
+}
+
+uint32_t
+TitaTopology::AddSwitch(const std::string& name, int32_t tier)
+{
+    const auto v = static_cast<uint32_t>(m_vertices.size());
+    Vertex x;
+    x.kind = Kind::kSwitch;
+    x.name = name;
+    x.node = static_cast<int32_t>(v);
+    x.tier = tier;
+    m_vertices.push_back(x);
+    m_hostIndex.push_back(-1);
+    return v;
+}
+
+void
+TitaTopology::AddLink(uint32_t a, uint32_t b, uint64_t rateBps, uint64_t delayNs, double errorRate)
+{
+    m_links.push_back({a, b, rateBps, delayNs, errorRate});
+}
+
+std::string
+TitaTopology::Describe() const
+{
+    std::ostringstream os;
+    os << m_hosts.size() << " hosts, " << GetNSwitches() << " switches, " << m_links.size() << " links";
+    return os.str();
+}
+
+namespace
+{
+
+// "100Gbps", "400Gb/s", "25G", "1e11" -> bits per second; 0 on error.
+uint64_t
+ParseRate(const std::string& s)
+{
+    std::size_t pos = 0;
+    double v = 0;
+    try
+    {
+        v = std::stod(s, &pos);
+    }
+    catch (...)
+    {
+        return 0;
+    }
+    std::string unit = s.substr(pos);
+    double mult = 1;
+    if (!unit.empty())
+    {
+        switch (unit[0])
+        {
+        case 'k':
+        case 'K':
+            mult = 1e3;
+            break;
+        case 'M':
+            mult = 1e6;
+            break;
+        case 'G':
+            mult = 1e9;
+            break;
+        case 'T':
+            mult = 1e12;
+            break;
+        default:
+            break;
+        }
+    }
+    return static_cast<uint64_t>(std::llround(v * mult));
+}
+
+// "1000ns", "1us", "0.001ms", "1e-6s" -> ns; -1 on error.
+int64_t
+ParseDelayNs(const std::string& s)
+{
+    std::size_t pos = 0;
+    double v = 0;
+    try
+    {
+        v = std::stod(s, &pos);
+    }
+    catch (...)
+    {
+        return -1;
+    }
+    const std::string unit = s.substr(pos);
+    double mult = 1; // bare numbers: ns
+    if (unit == "s")
+    {
+        mult = 1e9;
+    }
+    else if (unit == "ms")
+    {
+        mult = 1e6;
+    }
+    else if (unit == "us")
+    {
+        mult = 1e3;
+    }
+    else if (unit == "ns" || unit.empty())
+    {
+        mult = 1;
+    }
+    else if (unit == "ps")
+    {
+        mult = 1e-3;
+    }
+    else
+    {
+        return -1;
+    }
+    return std::llround(v * mult);
+}
+
+} // namespace
+
+bool
+TitaTopology::ReadHpcc(const std::string& path, TitaTopology* out, std::string* err)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        *err = "cannot open " + path;
+        return false;
+    }
+    uint32_t nodes = 0;
+    uint32_t switches = 0;
+    uint32_t links = 0;
+    if (!(in >> nodes >> switches >> links) || switches > nodes)
+    {
+        *err = path + ": first line must be `nodes switches links`";
+        return false;
+    }
+    std::vector<bool> isSwitch(nodes, false);
+    for (uint32_t i = 0; i < switches; ++i)
+    {
+        uint32_t id;
+        if (!(in >> id) || id >= nodes)
+        {
+            *err = path + ": bad switch id on line 2";
+            return false;
+        }
+        isSwitch[id] = true;
+    }
+    TitaTopology t;
+    for (uint32_t i = 0; i < nodes; ++i)
+    {
+        if (isSwitch[i])
+        {
+            t.AddSwitch("sw" + std::to_string(i), 0);
+        }
+        else
+        {
+            t.AddHost("host" + std::to_string(i));
+        }
+    }
+    for (uint32_t i = 0; i < links; ++i)
+    {
+        uint32_t a;
+        uint32_t b;
+        std::string rate;
+        std::string delay;
+        double errorRate = 0;
+        if (!(in >> a >> b >> rate >> delay >> errorRate) || a >= nodes || b >= nodes)
+        {
+            *err = path + ": bad link " + std::to_string(i) + " (want `src dst rate delay error_rate`)";
+            return false;
+        }
+        const uint64_t bps = ParseRate(rate);
+        const int64_t ns = ParseDelayNs(delay);
+        if (bps == 0 || ns < 0)
+        {
+            *err = path + ": link " + std::to_string(i) + ": bad rate '" + rate + "' or delay '" + delay + "'";
+            return false;
+        }
+        t.AddLink(a, b, bps, static_cast<uint64_t>(ns), errorRate);
+    }
+    // Tiers from the distance to the nearest host: ToR 1, aggregation 2, core 3.
+    std::vector<int32_t> dist(nodes, -1);
+    std::vector<uint32_t> q;
+    for (uint32_t h : t.m_hosts)
+    {
+        dist[h] = 0;
+        q.push_back(h);
+    }
+    std::vector<std::vector<uint32_t>> adj(nodes);
+    for (const auto& l : t.m_links)
+    {
+        adj[l.a].push_back(l.b);
+        adj[l.b].push_back(l.a);
+    }
+    for (std::size_t i = 0; i < q.size(); ++i)
+    {
+        for (uint32_t n : adj[q[i]])
+        {
+            if (dist[n] < 0)
+            {
+                dist[n] = dist[q[i]] + 1;
+                q.push_back(n);
+            }
+        }
+    }
+    for (uint32_t v = 0; v < nodes; ++v)
+    {
+        if (isSwitch[v])
+        {
+            t.m_vertices[v].tier = dist[v];
+        }
+    }
+    *out = std::move(t);
+    return true;
+}
+
+TitaTopology
+TitaTopology::FatTree(const FatTreeParams& in)
+{
+    FatTreeParams p = in;
+    if (p.oversubscription > 0)
+    {
+        p.hostsPerTor = static_cast<uint32_t>(std::llround(
+            p.oversubscription * p.aggsPerPod * static_cast<double>(p.torAggRateBps) / p.hostRateBps));
+    }
+    TitaTopology t;
+    std::vector<uint32_t> cores;
+    for (uint32_t c = 0; c < p.aggsPerPod * p.coresPerAgg; ++c)
+    {
+        cores.push_back(t.AddSwitch("cluster-core" + std::to_string(c), 3));
+    }
+    for (uint32_t pod = 0; pod < p.pods; ++pod)
+    {
+        const std::string pn = "pod" + std::to_string(pod);
+        std::vector<uint32_t> aggs;
+        for (uint32_t a = 0; a < p.aggsPerPod; ++a)
+        {
+            const uint32_t agg = t.AddSwitch(pn + "-agg" + std::to_string(a), 2);
+            aggs.push_back(agg);
+            for (uint32_t c = 0; c < p.coresPerAgg; ++c)
+            {
+                t.AddLink(agg, cores[a * p.coresPerAgg + c], p.aggCoreRateBps, p.linkDelayNs);
+            }
+        }
+        for (uint32_t b = 0; b < p.torsPerPod; ++b)
+        {
+            const uint32_t block = pod * p.torsPerPod + b;
+            const std::string bn = pn + "-block" + std::to_string(b);
+            const uint32_t tor = t.AddSwitch(bn + "-tor", 1);
+            t.m_vertices[tor].block = static_cast<int32_t>(block);
+            for (uint32_t a : aggs)
+            {
+                t.AddLink(tor, a, p.torAggRateBps, p.linkDelayNs);
+            }
+            for (uint32_t h = 0; h < p.hostsPerTor; ++h)
+            {
+                const uint32_t host = t.AddHost(bn + "-host" + std::to_string(h));
+                t.m_vertices[host].block = static_cast<int32_t>(block);
+                t.AddLink(host, tor, p.hostRateBps, p.linkDelayNs);
+            }
+        }
+    }
+    return t;
+}
+
+TitaTopology
+TitaTopology::MultiRail(const MultiRailParams& p)
+{
+    TitaTopology t;
+    t.m_servers = p.blocks * p.serversPerBlock;
+    t.m_gpusPerServer = p.gpusPerServer;
+    t.m_railHost.assign(t.m_servers * p.gpusPerServer, -1);
+    t.m_nvlinkHost.assign(t.m_servers * p.gpusPerServer, -1);
+    std::vector<uint32_t> spines;
+    for (uint32_t s = 0; s < p.spines; ++s)
+    {
+        spines.push_back(t.AddSwitch("cluster-spine" + std::to_string(s), 3));
+    }
+    for (uint32_t b = 0; b < p.blocks; ++b)
+    {
+        const std::string bn = "block" + std::to_string(b);
+        std::vector<uint32_t> tors;
+        for (uint32_t r = 0; r < p.gpusPerServer; ++r)
+        {
+            const uint32_t tor = t.AddSwitch(bn + "-rail" + std::to_string(r) + "-tor", 1);
+            t.m_vertices[tor].block = static_cast<int32_t>(b);
+            t.m_vertices[tor].gpu = static_cast<int32_t>(r);
+            tors.push_back(tor);
+            for (uint32_t s : spines)
+            {
+                for (uint32_t k = 0; k < p.linksPerSpine; ++k)
+                {
+                    t.AddLink(tor, s, p.fabricRateBps, p.linkDelayNs);
+                }
+            }
+        }
+        for (uint32_t sv = 0; sv < p.serversPerBlock; ++sv)
+        {
+            const uint32_t server = b * p.serversPerBlock + sv;
+            const std::string sn = bn + "-server" + std::to_string(sv);
+            uint32_t nvswitch = 0;
+            if (p.nvlink)
+            {
+                nvswitch = t.AddSwitch(sn + "-nvswitch", 0);
+            }
+            for (uint32_t g = 0; g < p.gpusPerServer; ++g)
+            {
+                const std::string gn = sn + "-gpu" + std::to_string(g);
+                const uint32_t nic = t.AddHost(gn + "-nic");
+                Vertex& v = t.m_vertices[nic];
+                v.server = static_cast<int32_t>(server);
+                v.gpu = static_cast<int32_t>(g);
+                v.block = static_cast<int32_t>(b);
+                t.m_railHost[server * p.gpusPerServer + g] = t.m_hostIndex[nic];
+                t.AddLink(nic, tors[g], p.nicRateBps, p.linkDelayNs);
+                if (p.nvlink)
+                {
+                    const uint32_t nv = t.AddHost(gn + "-nvlink");
+                    Vertex& w = t.m_vertices[nv];
+                    w.node = static_cast<int32_t>(nic); // same GPU, same ns-3 node
+                    w.server = static_cast<int32_t>(server);
+                    w.gpu = static_cast<int32_t>(g);
+                    w.block = static_cast<int32_t>(b);
+                    w.nvlink = true;
+                    t.m_nvlinkHost[server * p.gpusPerServer + g] = t.m_hostIndex[nv];
+                    t.AddLink(nv, nvswitch, p.nvlinkRateBps, p.nvlinkDelayNs);
+                }
+            }
+        }
+    }
+    return t;
+}
+
+int32_t
+TitaTopology::RailHost(uint32_t server, uint32_t gpu) const
+{
+    const std::size_t i = static_cast<std::size_t>(server) * m_gpusPerServer + gpu;
+    return i < m_railHost.size() ? m_railHost[i] : -1;
+}
+
+int32_t
+TitaTopology::NvlinkHost(uint32_t server, uint32_t gpu) const
+{
+    const std::size_t i = static_cast<std::size_t>(server) * m_gpusPerServer + gpu;
+    return i < m_nvlinkHost.size() ? m_nvlinkHost[i] : -1;
+}
+
+} // namespace ns3

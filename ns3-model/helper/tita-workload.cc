@@ -1,0 +1,529 @@
+#include "tita-workload.h"
+
+#include "ns3/abort.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("TitaWorkload");
+
+// ---------------------------------------------------------------- CDF
+
+bool
+TitaFlowSizeCdf::Load(const std::string& path, std::string* err)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        *err = "cannot open " + path;
+        return false;
+    }
+    m_size.clear();
+    m_cdf.clear();
+    double size;
+    double pct;
+    while (in >> size >> pct)
+    {
+        if (!m_cdf.empty() && (pct < m_cdf.back() * 100 || size < m_size.back()))
+        {
+            *err = path + ": sizes and percentages must not decrease";
+            return false;
+        }
+        m_size.push_back(size);
+        m_cdf.push_back(pct / 100.0);
+    }
+    if (m_size.size() < 2 || std::abs(m_cdf.back() - 1.0) > 1e-9)
+    {
+        *err = path + ": need at least two points, the last at 100";
+        return false;
+    }
+    return true;
+}
+
+uint64_t
+TitaFlowSizeCdf::Sample(double u) const
+{
+    const auto it = std::upper_bound(m_cdf.begin(), m_cdf.end(), u);
+    if (it == m_cdf.begin())
+    {
+        return static_cast<uint64_t>(m_size.front());
+    }
+    if (it == m_cdf.end())
+    {
+        return static_cast<uint64_t>(m_size.back());
+    }
+    const std::size_t i = static_cast<std::size_t>(it - m_cdf.begin());
+    const double c0 = m_cdf[i - 1];
+    const double c1 = m_cdf[i];
+    const double s = m_size[i - 1] + (m_size[i] - m_size[i - 1]) * (u - c0) / (c1 - c0);
+    return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s)));
+}
+
+double
+TitaFlowSizeCdf::MeanBytes() const
+{
+    double mean = 0;
+    for (std::size_t i = 1; i < m_size.size(); ++i)
+    {
+        mean += (m_size[i] + m_size[i - 1]) / 2 * (m_cdf[i] - m_cdf[i - 1]);
+    }
+    return mean;
+}
+
+// ---------------------------------------------------------------- flows
+
+std::vector<TitaFlowSpec>
+TitaWorkload::Poisson(const TitaFlowSizeCdf& cdf,
+                      const std::vector<uint32_t>& hosts,
+                      double load,
+                      uint64_t hostRateBps,
+                      Time start,
+                      Time duration,
+                      uint64_t seed)
+{
+    std::vector<TitaFlowSpec> flows;
+    if (hosts.size() < 2 || load <= 0)
+    {
+        return flows;
+    }
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    // Arrivals per second per host so that mean size x rate = load x capacity.
+    const double lambda = load * static_cast<double>(hostRateBps) / 8.0 / cdf.MeanBytes();
+    std::exponential_distribution<double> gap(lambda);
+    std::uniform_int_distribution<std::size_t> pick(0, hosts.size() - 2);
+    const double end = duration.GetSeconds();
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+    {
+        double t = gap(rng);
+        while (t < end)
+        {
+            std::size_t j = pick(rng);
+            if (j >= i)
+            {
+                ++j; // any host but this one
+            }
+            flows.push_back({hosts[i], hosts[j], cdf.Sample(unit(rng)), start + Seconds(t)});
+            t += gap(rng);
+        }
+    }
+    std::stable_sort(flows.begin(), flows.end(), [](const TitaFlowSpec& a, const TitaFlowSpec& b) {
+        return a.start < b.start;
+    });
+    return flows;
+}
+
+bool
+TitaWorkload::ReadHpccFlows(const std::string& path,
+                            const std::function<int32_t(uint32_t)>& hostOfNode,
+                            std::vector<TitaFlowSpec>* out,
+                            std::string* err)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        *err = "cannot open " + path;
+        return false;
+    }
+    uint64_t n = 0;
+    if (!(in >> n))
+    {
+        *err = path + ": first line must be the number of flows";
+        return false;
+    }
+    out->clear();
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        uint32_t src;
+        uint32_t dst;
+        uint32_t pg;
+        uint32_t dport;
+        uint64_t size;
+        double start;
+        if (!(in >> src >> dst >> pg >> dport >> size >> start))
+        {
+            *err = path + ": bad flow " + std::to_string(i) +
+                   " (want `src dst priority dport size_bytes start_seconds`)";
+            return false;
+        }
+        const int32_t s = hostOfNode(src);
+        const int32_t d = hostOfNode(dst);
+        if (s < 0 || d < 0 || s == d)
+        {
+            *err = path + ": flow " + std::to_string(i) + ": src and dst must be two different hosts";
+            return false;
+        }
+        out->push_back({static_cast<uint32_t>(s), static_cast<uint32_t>(d), size, Seconds(start)});
+    }
+    std::stable_sort(out->begin(), out->end(), [](const TitaFlowSpec& a, const TitaFlowSpec& b) {
+        return a.start < b.start;
+    });
+    return true;
+}
+
+std::vector<TitaFlowSpec>
+TitaWorkload::Incast(const std::vector<uint32_t>& senders,
+                     uint32_t receiver,
+                     uint64_t bytes,
+                     Time start,
+                     Time jitter,
+                     uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::vector<TitaFlowSpec> flows;
+    for (uint32_t s : senders)
+    {
+        const Time at = start + Seconds(jitter.GetSeconds() * unit(rng));
+        flows.push_back({s, receiver, bytes, at});
+    }
+    std::stable_sort(flows.begin(), flows.end(), [](const TitaFlowSpec& a, const TitaFlowSpec& b) {
+        return a.start < b.start;
+    });
+    return flows;
+}
+
+namespace
+{
+
+struct FlowFeeder
+{
+    Ptr<TitaFlowManager> mgr;
+    std::vector<TitaFlowSpec> flows;
+    std::size_t next = 0;
+
+    static void Run(std::shared_ptr<FlowFeeder> self)
+    {
+        const Time now = Simulator::Now();
+        while (self->next < self->flows.size() && self->flows[self->next].start <= now)
+        {
+            const TitaFlowSpec& f = self->flows[self->next++];
+            self->mgr->StartFlow(f.src, f.dst, f.bytes);
+        }
+        if (self->next < self->flows.size())
+        {
+            Simulator::Schedule(self->flows[self->next].start - now, &FlowFeeder::Run, self);
+        }
+    }
+};
+
+} // namespace
+
+void
+TitaWorkload::Schedule(Ptr<TitaFlowManager> mgr, std::vector<TitaFlowSpec> flows)
+{
+    if (flows.empty())
+    {
+        return;
+    }
+    auto feeder = std::make_shared<FlowFeeder>();
+    feeder->mgr = mgr;
+    feeder->flows = std::move(flows);
+    const Time first = feeder->flows.front().start;
+    const Time now = Simulator::Now();
+    Simulator::Schedule(first > now ? first - now : Time(0), &FlowFeeder::Run, feeder);
+}
+
+// ---------------------------------------------------------------- collectives
+
+TitaCollective::TitaCollective(Ptr<TitaFlowManager> mgr, int32_t id, std::string kind)
+    : m_mgr(mgr),
+      m_id(id),
+      m_kind(std::move(kind))
+{
+}
+
+uint32_t
+TitaCollective::HostFor(const Rank& from, const Rank& to, bool sending) const
+{
+    const Rank& me = sending ? from : to;
+    if (from.server >= 0 && from.server == to.server)
+    {
+        const int32_t nv = m_mgr->GetNetwork()->GetTopology().NvlinkHost(me.server, me.gpu);
+        if (nv >= 0)
+        {
+            return static_cast<uint32_t>(nv);
+        }
+    }
+    return me.host;
+}
+
+void
+TitaCollective::Send(uint32_t src,
+                     uint32_t dst,
+                     uint64_t bytes,
+                     int32_t step,
+                     std::function<void()> onSent,
+                     std::function<void()> onReceived)
+{
+    if (step >= static_cast<int32_t>(m_steps.size()))
+    {
+        m_steps.resize(step + 1);
+        for (std::size_t i = 0; i < m_steps.size(); ++i)
+        {
+            m_steps[i].step = static_cast<int32_t>(i);
+        }
+    }
+    Step& s = m_steps[step];
+    if (s.messages == 0)
+    {
+        s.start = Simulator::Now();
+    }
+    ++s.messages;
+    s.bytes += bytes;
+    ++m_outstanding;
+    const uint32_t a = HostFor(m_ranks[src], m_ranks[dst], true);
+    const uint32_t b = HostFor(m_ranks[src], m_ranks[dst], false);
+    auto self = shared_from_this();
+    m_mgr->SendMessage(
+        a,
+        b,
+        std::max<uint64_t>(bytes, 1),
+        m_id,
+        step,
+        [onSent](const TitaFlowRecord&) {
+            if (onSent)
+            {
+                onSent();
+            }
+        },
+        [self, step, onReceived](const TitaFlowRecord&) {
+            self->MessageReceived(step);
+            if (onReceived)
+            {
+                onReceived();
+            }
+            self->CheckDone();
+        });
+}
+
+void
+TitaCollective::MessageReceived(int32_t step)
+{
+    m_steps[step].end = Simulator::Now();
+    --m_outstanding;
+}
+
+void
+TitaCollective::CheckDone()
+{
+    if (m_done || m_outstanding > 0)
+    {
+        return;
+    }
+    bool finished = true;
+    if (m_kind == "allreduce")
+    {
+        for (uint32_t r : m_recv)
+        {
+            finished &= r == m_ringSteps;
+        }
+    }
+    else if (m_kind == "alltoall-pxn")
+    {
+        for (uint32_t w : m_pxnWaiting)
+        {
+            finished &= w == UINT32_MAX; // every relay has sent
+        }
+    }
+    if (!finished)
+    {
+        return;
+    }
+    m_done = true;
+    m_end = Simulator::Now();
+    if (m_onDone)
+    {
+        m_onDone(*this);
+    }
+}
+
+std::shared_ptr<TitaCollective>
+TitaCollective::RingAllReduce(Ptr<TitaFlowManager> mgr,
+                              int32_t id,
+                              std::vector<Rank> ranks,
+                              uint64_t bytes,
+                              Time at)
+{
+    auto c = std::make_shared<TitaCollective>(mgr, id, "allreduce");
+    c->m_ranks = std::move(ranks);
+    c->m_bytes = bytes;
+    Simulator::Schedule(at, [c] { c->StartRing(); });
+    return c;
+}
+
+void
+TitaCollective::StartRing()
+{
+    const auto n = static_cast<uint32_t>(m_ranks.size());
+    NS_ABORT_MSG_IF(n < 2, "a ring needs two ranks");
+    m_start = Simulator::Now();
+    m_ringSteps = 2 * (n - 1);
+    m_chunk = std::max<uint64_t>(1, (m_bytes + n - 1) / n);
+    m_next.assign(n, 0);
+    m_sent.assign(n, 0);
+    m_recv.assign(n, 0);
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        RingTry(i);
+    }
+}
+
+void
+TitaCollective::RingTry(uint32_t i)
+{
+    const auto n = static_cast<uint32_t>(m_ranks.size());
+    while (m_next[i] < m_ringSteps && m_sent[i] >= m_next[i] && m_recv[i] >= m_next[i])
+    {
+        const uint32_t t = m_next[i]++;
+        const uint32_t to = (i + 1) % n;
+        auto self = shared_from_this();
+        Send(
+            i,
+            to,
+            m_chunk,
+            static_cast<int32_t>(t),
+            [self, i] {
+                ++self->m_sent[i];
+                self->RingTry(i);
+            },
+            [self, to] {
+                ++self->m_recv[to];
+                self->RingTry(to);
+            });
+    }
+}
+
+std::shared_ptr<TitaCollective>
+TitaCollective::AllToAll(Ptr<TitaFlowManager> mgr,
+                         int32_t id,
+                         std::vector<Rank> ranks,
+                         uint64_t bytes,
+                         Time at)
+{
+    auto c = std::make_shared<TitaCollective>(mgr, id, "alltoall");
+    c->m_ranks = std::move(ranks);
+    c->m_bytes = bytes;
+    Simulator::Schedule(at, [c] { c->StartAllToAll(); });
+    return c;
+}
+
+void
+TitaCollective::StartAllToAll()
+{
+    const auto n = static_cast<uint32_t>(m_ranks.size());
+    m_start = Simulator::Now();
+    m_chunk = std::max<uint64_t>(1, m_bytes / n);
+    for (uint32_t k = 1; k < n; ++k)
+    {
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            Send(i, (i + k) % n, m_chunk, 0, {}, {});
+        }
+    }
+}
+
+std::shared_ptr<TitaCollective>
+TitaCollective::AllToAllPxn(Ptr<TitaFlowManager> mgr,
+                            int32_t id,
+                            std::vector<Rank> ranks,
+                            uint64_t bytes,
+                            Time at)
+{
+    auto c = std::make_shared<TitaCollective>(mgr, id, "alltoall-pxn");
+    c->m_ranks = std::move(ranks);
+    c->m_bytes = bytes;
+    Simulator::Schedule(at, [c] { c->StartPxn(); });
+    return c;
+}
+
+void
+TitaCollective::StartPxn()
+{
+    const auto n = static_cast<uint32_t>(m_ranks.size());
+    const TitaTopology& topo = m_mgr->GetNetwork()->GetTopology();
+    m_start = Simulator::Now();
+    m_chunk = std::max<uint64_t>(1, m_bytes / n);
+    m_pxnWaiting.assign(n, 0);
+    // How many ranks sit on each (server, gpu), and who shares a server.
+    std::vector<std::vector<uint32_t>> local(n);
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        NS_ABORT_MSG_IF(m_ranks[i].server < 0 ||
+                            topo.NvlinkHost(m_ranks[i].server, m_ranks[i].gpu) < 0,
+                        "PXN needs a multi-rail topology with NVLink ports");
+        for (uint32_t j = 0; j < n; ++j)
+        {
+            if (j != i && m_ranks[j].server == m_ranks[i].server)
+            {
+                local[i].push_back(j);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        m_pxnWaiting[i] = static_cast<uint32_t>(local[i].size());
+    }
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        for (uint32_t relay : local[i])
+        {
+            // What i has for relay's rail: one chunk for relay itself and one for
+            // every remote rank on the same GPU index.
+            uint64_t chunks = 1;
+            for (uint32_t j = 0; j < n; ++j)
+            {
+                if (m_ranks[j].server != m_ranks[i].server && m_ranks[j].gpu == m_ranks[relay].gpu)
+                {
+                    ++chunks;
+                }
+            }
+            auto self = shared_from_this();
+            Send(i, relay, chunks * m_chunk, 0, {}, [self, relay] {
+                if (--self->m_pxnWaiting[relay] == 0)
+                {
+                    self->PxnRelay(relay);
+                }
+            });
+        }
+    }
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        if (m_pxnWaiting[i] == 0)
+        {
+            PxnRelay(i); // alone on its server
+        }
+    }
+}
+
+void
+TitaCollective::PxnRelay(uint32_t relay)
+{
+    const auto n = static_cast<uint32_t>(m_ranks.size());
+    m_pxnWaiting[relay] = UINT32_MAX;
+    uint64_t senders = 1; // the relay's own data plus its local peers'
+    for (uint32_t j = 0; j < n; ++j)
+    {
+        if (j != relay && m_ranks[j].server == m_ranks[relay].server)
+        {
+            ++senders;
+        }
+    }
+    for (uint32_t j = 0; j < n; ++j)
+    {
+        if (m_ranks[j].server != m_ranks[relay].server && m_ranks[j].gpu == m_ranks[relay].gpu)
+        {
+            Send(relay, j, senders * m_chunk, 1, {}, {});
+        }
+    }
+    CheckDone();
+}
+
+} // namespace ns3

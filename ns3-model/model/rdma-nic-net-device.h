@@ -1,0 +1,172 @@
+// An RDMA NIC whose transport is tita's RC engine, unchanged.
+//
+// The device is the engine's host: it gives the engine the simulation clock, turns
+// each TxFrame into an ns-3 Packet (real header and tail bytes, payload as virtual
+// zeros from phantom memory regions), queues frames per 802.1p priority in front of
+// the wire, honours PFC pause frames, hands every received frame to the engine as
+// contiguous bytes, and arms one simulator event at the engine's next wakeup. No
+// protocol rule and no congestion-control law lives here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tita-net-device.h"
+
+#include "ns3/callback.h"
+#include "ns3/event-id.h"
+#include "ns3/ipv4-address.h"
+#include "ns3/nstime.h"
+#include "ns3/traced-callback.h"
+#include "tita/engine/engine.h"
+
+namespace ns3
+{
+
+/**
+ * \ingroup tita
+ * RDMA NIC NetDevice hosting ::tita::engine::Engine.
+ *
+ * QP management (CreateQp, ConnectQp, PostWrite, ...) is what a verbs
+ * application would do; the engine itself is reachable through GetEngine() for
+ * anything else. Completions are delivered to the completion callback right
+ * after the engine produced them.
+ */
+class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
+{
+  public:
+    /// Data frames of a QP go out with this 802.1p priority.
+    static constexpr uint8_t kDefaultPriority = 3;
+
+    static TypeId GetTypeId();
+    RdmaNicNetDevice();
+    ~RdmaNicNetDevice() override;
+
+    /// The NIC's IPv4 address; its RoCE GID is the IPv4-mapped form.
+    void SetIpv4(Ipv4Address address) { m_ipv4 = address; }
+    Ipv4Address GetIpv4() const { return m_ipv4; }
+
+    /// The engine, created from the attributes on first use.
+    ::tita::engine::Engine& GetEngine();
+
+    // ---- QP management (what an RDMA application does with verbs)
+
+    /// Creates an RC QP on this NIC's CQ; returns its number, 0 when out of QPs.
+    uint32_t CreateQp();
+    /// RESET -> INIT -> RTR -> RTS towards peerQpn on peer. 0 or -errno.
+    int ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t peerQpn);
+    /// Congestion control of the QP by name and name=value parameters (cc/).
+    int SetCc(uint32_t qpn, const std::string& algorithm, const std::vector<std::string>& params);
+    /// An RDMA WRITE (with immediate: the peer gets a receive completion) of
+    /// `bytes` from this NIC's phantom memory into the peer's.
+    int PostWrite(uint32_t qpn, uint64_t wrId, uint32_t bytes, bool withImm, Ptr<RdmaNicNetDevice> peer);
+    /// A SEND of `bytes` (the peer needs a posted receive).
+    int PostSend(uint32_t qpn, uint64_t wrId, uint32_t bytes);
+    /// A receive buffer of up to 2 GiB of phantom memory.
+    int PostRecv(uint32_t qpn, uint64_t wrId);
+    int DestroyQp(uint32_t qpn);
+    /// Lets the engine run now (after posting work from outside an engine event).
+    void Kick();
+
+    /// Receives every work completion (send and receive) of this NIC.
+    typedef Callback<void, Ptr<RdmaNicNetDevice>, const ::tita::engine::WorkCompletion&>
+        CompletionCallback;
+    void SetCompletionCallback(CompletionCallback cb) { m_completionCb = cb; }
+
+    /// The memory region every QP of this NIC reads from and writes into.
+    uint64_t GetPhantomBase() const { return kPhantomBase; }
+    uint32_t GetPhantomRkey() const { return m_mr.rkey; }
+
+    uint32_t GetQueuedBytes() const { return m_queuedBytes; }
+    uint32_t GetQueuedFrames() const { return m_queuedFrames; }
+    uint64_t GetEngineDrops() const;
+
+    /// Rate or window of a QP changed: QPN, rate (b/s), window (bytes, UINT64_MAX = none).
+    typedef void (*CcTracedCallback)(uint32_t qpn, uint64_t rateBps, uint64_t cwndBytes);
+    /// Egress queue length changed (bytes).
+    typedef void (*QueueTracedCallback)(uint32_t bytes);
+
+  protected:
+    void DoDispose() override;
+    void DoInitialize() override;
+    Ptr<Packet> DequeueNext() override;
+    void DoReceive(Ptr<Packet> p) override;
+    void OnTransmitComplete() override;
+    bool HasMoreToSend() const override;
+    void OnResume(uint8_t priority) override;
+
+  private:
+    static constexpr uint64_t kPhantomBase = 0x1000'0000ULL;
+    static constexpr uint64_t kPhantomBytes = 1ULL << 40;
+
+    // ::tita::engine::PacketIo
+    uint32_t tx_space() override;
+    void transmit(uint64_t now_ns, const ::tita::engine::TxFrame& frame) override;
+
+    uint64_t NowNs() const;
+    /// poll(), completions, the next wakeup, traces: after every engine event.
+    void RunEngine();
+    void OnWakeup();
+    void ScheduleWakeup();
+    void DrainCompletions();
+    void TraceCc();
+    void CreateEngine();
+
+    // Attributes
+    Time m_baseRtt;
+    bool m_computeIcrc = false;
+    bool m_verifyIcrc = false;
+    bool m_telemetry = true;
+    uint32_t m_ackReqEvery = 1;
+    uint32_t m_maxQps = 4096;
+    uint32_t m_controlRing = 512;
+    uint32_t m_oooSlots = 1024;
+    uint32_t m_srWindow = 256;
+    uint32_t m_timerSlotNs = 2048;
+    uint32_t m_timerSlots = 4096;
+    uint32_t m_cqEntries = 4096;
+    uint32_t m_pathMtu = 1024;
+    uint8_t m_qpTimeout = 10;
+    uint8_t m_retryCnt = 7;
+    bool m_selectiveRepeat = false;
+    uint8_t m_priority = kDefaultPriority;
+    bool m_vlan = true;
+    uint32_t m_txRingFrames = 4;
+
+    Ipv4Address m_ipv4;
+    std::unique_ptr<::tita::engine::Engine> m_engine;
+    uint32_t m_pd = 0;
+    uint32_t m_cq = 0;
+    ::tita::engine::MrInfo m_mr;
+
+    std::array<std::deque<Ptr<Packet>>, kPriorities> m_queue;
+    uint32_t m_queuedFrames = 0;
+    uint32_t m_queuedBytes = 0;
+    bool m_engineBlocked = false; // tx_space() said 0 since the last poll
+
+    EventId m_wakeupEvent;
+    uint64_t m_wakeupNs = UINT64_MAX;
+    uint64_t m_lastDrops = 0;
+    std::vector<uint8_t> m_rxBuffer;
+    std::vector<uint8_t> m_txScratch;
+
+    struct CcSeen
+    {
+        uint32_t qpn;
+        uint64_t rate;
+        uint64_t cwnd;
+    };
+    std::vector<CcSeen> m_ccSeen;
+
+    CompletionCallback m_completionCb;
+    TracedCallback<uint32_t, uint64_t, uint64_t> m_ccTrace;
+    TracedCallback<uint32_t> m_queueTrace;
+    TracedCallback<Ptr<const Packet>> m_dropTrace;
+    TracedCallback<Ptr<const Packet>> m_engineTxTrace;
+};
+
+} // namespace ns3

@@ -1,0 +1,253 @@
+#include "tita-frame.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ns3/log.h"
+#include "tita/wire/frame.h"
+#include "tita/wire/headers.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("TitaFrame");
+NS_OBJECT_ENSURE_REGISTERED(TitaRawHeader);
+NS_OBJECT_ENSURE_REGISTERED(TitaRawTrailer);
+
+TypeId
+TitaRawHeader::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::TitaRawHeader")
+                            .SetParent<Header>()
+                            .SetGroupName("Tita")
+                            .AddConstructor<TitaRawHeader>();
+    return tid;
+}
+
+TypeId
+TitaRawHeader::GetInstanceTypeId() const
+{
+    return GetTypeId();
+}
+
+TitaRawHeader::TitaRawHeader(const uint8_t* data, uint32_t len)
+    : m_len(std::min(len, kMaxBytes))
+{
+    std::memcpy(m_data, data, m_len);
+}
+
+void
+TitaRawHeader::SetSize(uint32_t len)
+{
+    m_len = std::min(len, kMaxBytes);
+}
+
+void
+TitaRawHeader::Serialize(Buffer::Iterator start) const
+{
+    start.Write(m_data, m_len);
+}
+
+uint32_t
+TitaRawHeader::Deserialize(Buffer::Iterator start)
+{
+    start.Read(m_data, m_len);
+    return m_len;
+}
+
+uint32_t
+TitaRawHeader::Deserialize(Buffer::Iterator start, Buffer::Iterator end)
+{
+    m_len = std::min(end.GetDistanceFrom(start), kMaxBytes);
+    start.Read(m_data, m_len);
+    return m_len;
+}
+
+void
+TitaRawHeader::Print(std::ostream& os) const
+{
+    os << "raw " << m_len << " bytes";
+}
+
+TypeId
+TitaRawTrailer::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::TitaRawTrailer")
+                            .SetParent<Trailer>()
+                            .SetGroupName("Tita")
+                            .AddConstructor<TitaRawTrailer>();
+    return tid;
+}
+
+TypeId
+TitaRawTrailer::GetInstanceTypeId() const
+{
+    return GetTypeId();
+}
+
+TitaRawTrailer::TitaRawTrailer(const uint8_t* data, uint32_t len)
+    : m_len(std::min(len, kMaxBytes))
+{
+    std::memcpy(m_data, data, m_len);
+}
+
+void
+TitaRawTrailer::SetSize(uint32_t len)
+{
+    m_len = std::min(len, kMaxBytes);
+}
+
+void
+TitaRawTrailer::Serialize(Buffer::Iterator end) const
+{
+    end.Prev(m_len);
+    end.Write(m_data, m_len);
+}
+
+uint32_t
+TitaRawTrailer::Deserialize(Buffer::Iterator end)
+{
+    end.Prev(m_len);
+    end.Read(m_data, m_len);
+    return m_len;
+}
+
+void
+TitaRawTrailer::Print(std::ostream& os) const
+{
+    os << "raw trailer " << m_len << " bytes";
+}
+
+
+Ptr<Packet>
+TitaFrame::MakeFramePacket(const uint8_t* hdr,
+                uint32_t hdrLen,
+                uint32_t zeroBytes,
+                const uint8_t* tail,
+                uint32_t tailLen)
+{
+    Ptr<Packet> p = Create<Packet>(zeroBytes);
+    if (hdrLen > 0)
+    {
+        p->AddHeader(TitaRawHeader(hdr, hdrLen));
+    }
+    if (tailLen > 0)
+    {
+        p->AddTrailer(TitaRawTrailer(tail, tailLen));
+    }
+    return p;
+}
+
+namespace
+{
+
+bool
+AllZero(const uint8_t* p, uint32_t n)
+{
+    uint64_t acc = 0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+    {
+        uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        acc |= w;
+    }
+    for (; i < n; ++i)
+    {
+        acc |= p[i];
+    }
+    return acc == 0;
+}
+
+} // namespace
+
+Ptr<Packet>
+TitaFrame::FramePacketFromBytes(const uint8_t* frame, uint32_t len)
+{
+    ::tita::wire::Packet pkt;
+    const auto e = ::tita::wire::parse(frame,
+                                       len,
+                                       &pkt,
+                                       {.verify_icrc = false, .verify_ip_checksum = false});
+    if (e == ::tita::wire::ParseError::kOk && pkt.payload_len > 0 &&
+        pkt.payload_offset <= TitaRawHeader::kMaxBytes &&
+        len - pkt.payload_offset - pkt.payload_len <= TitaRawTrailer::kMaxBytes &&
+        AllZero(frame + pkt.payload_offset, pkt.payload_len))
+    {
+        const uint32_t tailAt = pkt.payload_offset + pkt.payload_len;
+        return MakeFramePacket(frame, pkt.payload_offset, pkt.payload_len, frame + tailAt, len - tailAt);
+    }
+    return Create<Packet>(frame, len);
+}
+
+uint32_t
+TitaFrame::CopyFrame(const Ptr<const Packet>& p, uint8_t* buf, uint32_t cap)
+{
+    const uint32_t n = p->GetSize();
+    if (n > cap)
+    {
+        return 0;
+    }
+    return p->CopyData(buf, n);
+}
+
+uint16_t
+TitaFrame::PeekEthertype(const Ptr<const Packet>& p)
+{
+    uint8_t b[18];
+    const uint32_t n = p->CopyData(b, sizeof(b));
+    if (n < 14)
+    {
+        return 0;
+    }
+    uint16_t type = static_cast<uint16_t>(b[12] << 8 | b[13]);
+    if (type == ::tita::wire::kEtherTypeVlan && n >= 18)
+    {
+        type = static_cast<uint16_t>(b[16] << 8 | b[17]);
+    }
+    return type;
+}
+
+Ptr<Packet>
+TitaFrame::MakePfcPacket(Mac48Address src, uint8_t classEnable, const uint16_t quanta[8])
+{
+    namespace w = ::tita::wire;
+    uint8_t f[kMinFrameBytes] = {};
+    auto* eth = reinterpret_cast<w::EthHdr*>(f);
+    std::memcpy(eth->dst, w::kPfcDstMac, 6);
+    src.CopyTo(eth->src);
+    eth->ethertype.set(w::kEtherTypeMacControl);
+    auto* pfc = reinterpret_cast<w::PfcFrame*>(f + sizeof(w::EthHdr));
+    pfc->opcode.set(w::PfcFrame::kOpcode);
+    pfc->class_enable.set(classEnable);
+    for (int i = 0; i < 8; ++i)
+    {
+        pfc->quanta[i].set((classEnable >> i & 1) ? quanta[i] : 0);
+    }
+    return Create<Packet>(f, sizeof(f));
+}
+
+bool
+TitaFrame::ParsePfcPacket(const Ptr<const Packet>& p, uint8_t* classEnable, uint16_t quanta[8])
+{
+    namespace w = ::tita::wire;
+    uint8_t f[sizeof(w::EthHdr) + sizeof(w::PfcFrame)];
+    if (p->CopyData(f, sizeof(f)) < sizeof(f))
+    {
+        return false;
+    }
+    const auto* eth = reinterpret_cast<const w::EthHdr*>(f);
+    const auto* pfc = reinterpret_cast<const w::PfcFrame*>(f + sizeof(w::EthHdr));
+    if (eth->ethertype.get() != w::kEtherTypeMacControl || pfc->opcode.get() != w::PfcFrame::kOpcode)
+    {
+        return false;
+    }
+    *classEnable = static_cast<uint8_t>(pfc->class_enable.get());
+    for (int i = 0; i < 8; ++i)
+    {
+        quanta[i] = pfc->quanta[i].get();
+    }
+    return true;
+}
+
+} // namespace ns3

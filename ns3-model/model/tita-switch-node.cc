@@ -1,0 +1,554 @@
+#include "tita-switch-node.h"
+
+#include "tita-channel.h"
+#include "tita-frame.h"
+
+#include "ns3/boolean.h"
+#include "ns3/double.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+#include "tita/wire/frame.h"
+#include "tita/wire/headers.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("TitaSwitchNode");
+NS_OBJECT_ENSURE_REGISTERED(TitaSwitchNetDevice);
+NS_OBJECT_ENSURE_REGISTERED(TitaSwitchNode);
+
+namespace fab = ::tita::fabric;
+namespace wire = ::tita::wire;
+
+// ---------------------------------------------------------------- port
+
+TypeId
+TitaSwitchNetDevice::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::TitaSwitchNetDevice")
+            .SetParent<TitaNetDevice>()
+            .SetGroupName("Tita")
+            .AddConstructor<TitaSwitchNetDevice>()
+            .AddTraceSource("QueueLength",
+                            "Egress queue changed: priority, queue bytes, port bytes",
+                            MakeTraceSourceAccessor(&TitaSwitchNetDevice::m_queueTrace),
+                            "ns3::TitaSwitchNetDevice::QueueTracedCallback")
+            .AddTraceSource("Drop",
+                            "A packet dropped for this port: priority, reason "
+                            "(tita::fabric::DropReason), bytes",
+                            MakeTraceSourceAccessor(&TitaSwitchNetDevice::m_dropTrace),
+                            "ns3::TitaSwitchNetDevice::DropTracedCallback")
+            .AddTraceSource("Pfc",
+                            "PFC on this port: priority, pause (else resume), sent (else received)",
+                            MakeTraceSourceAccessor(&TitaSwitchNetDevice::m_switchPfcTrace),
+                            "ns3::TitaSwitchNetDevice::SwitchPfcTracedCallback");
+    return tid;
+}
+
+TitaSwitchNetDevice::TitaSwitchNetDevice()
+{
+    m_pfcInDevice = false; // the data plane honours PFC frames
+}
+
+void
+TitaSwitchNetDevice::SetSwitch(Ptr<TitaSwitchNode> sw, uint16_t port)
+{
+    m_switch = sw;
+    m_port = port;
+}
+
+void
+TitaSwitchNetDevice::DoDispose()
+{
+    m_switch = nullptr;
+    TitaNetDevice::DoDispose();
+}
+
+Ptr<Packet>
+TitaSwitchNetDevice::DequeueNext()
+{
+    return m_switch->Dequeue(m_port);
+}
+
+bool
+TitaSwitchNetDevice::HasMoreToSend() const
+{
+    return m_switch->GetCore().qlen_bytes(m_port) > 0;
+}
+
+void
+TitaSwitchNetDevice::DoReceive(Ptr<Packet> p)
+{
+    m_switch->Receive(m_port, p);
+}
+
+// ---------------------------------------------------------------- switch
+
+TypeId
+TitaSwitchNode::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::TitaSwitchNode")
+            .SetParent<Node>()
+            .SetGroupName("Tita")
+            .AddConstructor<TitaSwitchNode>()
+            .AddAttribute("BufferSize",
+                          "Shared packet buffer (bytes)",
+                          UintegerValue(32ULL << 20),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_bufferBytes),
+                          MakeUintegerChecker<uint64_t>(1024))
+            .AddAttribute("ReserveBytes",
+                          "Reserved buffer per (ingress port, priority)",
+                          UintegerValue(4096),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_reserveBytes),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("HeadroomBytes",
+                          "PFC headroom per (ingress port, lossless priority); 0: 3 x the "
+                          "largest rate x delay of the switch's links, as the HPCC simulator",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_headroomBytes),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("PfcDynamic",
+                          "Dynamic PFC threshold: alpha x free shared buffer",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&TitaSwitchNode::m_pfcDynamic),
+                          MakeBooleanChecker())
+            .AddAttribute("PfcAlpha",
+                          "Dynamic PFC threshold factor (1/8 as the HPCC simulator)",
+                          DoubleValue(0.125),
+                          MakeDoubleAccessor(&TitaSwitchNode::m_pfcAlpha),
+                          MakeDoubleChecker<double>(0.0))
+            .AddAttribute("ResumeOffsetBytes",
+                          "XON when the group's shared use is this far below the threshold",
+                          UintegerValue(3072),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_resumeOffsetBytes),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("LosslessPriorities",
+                          "Bit p set: priority p is lossless (PFC)",
+                          UintegerValue(1u << 3),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_lossless),
+                          MakeUintegerChecker<uint8_t>())
+            .AddAttribute("EgressAlpha",
+                          "Dynamic threshold of lossy egress queues",
+                          DoubleValue(1.0),
+                          MakeDoubleAccessor(&TitaSwitchNode::m_egressAlpha),
+                          MakeDoubleChecker<double>(0.0))
+            .AddAttribute("Ecn",
+                          "RED/ECN marking at dequeue",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&TitaSwitchNode::m_ecn),
+                          MakeBooleanChecker())
+            .AddAttribute("RedKmin",
+                          "RED Kmin (bytes) at 100 Gb/s, scaled linearly with each port's "
+                          "rate; 0: cc::red_defaults (HPCC artifact: 400 KB at 100 Gb/s)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_redKminBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("RedKmax",
+                          "RED Kmax (bytes) at 100 Gb/s, scaled as RedKmin; 0: cc::red_defaults",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_redKmaxBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("RedPmax",
+                          "RED marking probability at Kmax (0: cc::red_defaults, 0.2)",
+                          DoubleValue(0.0),
+                          MakeDoubleAccessor(&TitaSwitchNode::m_redPmax),
+                          MakeDoubleChecker<double>(0.0, 1.0))
+            .AddAttribute("Int",
+                          "Append an INT hop record to COLLECT telemetry trailers at dequeue",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&TitaSwitchNode::m_int),
+                          MakeBooleanChecker())
+            .AddAttribute("DecrementTtl",
+                          "Decrement the IP TTL (receivers count routers from it)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&TitaSwitchNode::m_decrementTtl),
+                          MakeBooleanChecker())
+            .AddAttribute("EcmpSeed",
+                          "ECMP hash seed (0: derived from the node id)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_ecmpSeed),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("DodgeField",
+                          "Header field carrying the Hash Dodging offset: none, dscp, udp-sport",
+                          StringValue("none"),
+                          MakeStringAccessor(&TitaSwitchNode::m_dodgeField),
+                          MakeStringChecker())
+            .AddAttribute("DodgeMask",
+                          "Bits of the dodge field that carry the offset",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_dodgeMask),
+                          MakeUintegerChecker<uint16_t>())
+            .AddAttribute("DodgeStride",
+                          "ECMP choice moves by dodge x stride",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_dodgeStride),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("MaxPackets",
+                          "Packet descriptors (packets the switch can hold); 0: BufferSize / 1 KiB",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_maxPackets),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("Seed",
+                          "Seed of RED and random-loss draws (0: derived from the node id)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_seed),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("TrustPcp",
+                          "Classify by the 802.1Q PCP when tagged (else by DSCP)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&TitaSwitchNode::m_trustPcp),
+                          MakeBooleanChecker());
+    return tid;
+}
+
+TitaSwitchNode::TitaSwitchNode()
+    : m_hdr(256),
+      m_pfcBuf(128)
+{
+}
+
+TitaSwitchNode::~TitaSwitchNode() = default;
+
+void
+TitaSwitchNode::DoDispose()
+{
+    Ptr<Packet> p;
+    while (m_core.drain(&p))
+    {
+    }
+    for (auto& e : m_portEvent)
+    {
+        e.Cancel();
+    }
+    m_pollEvent.Cancel();
+    m_ports.clear();
+    Node::DoDispose();
+}
+
+uint16_t
+TitaSwitchNode::AddPort(Ptr<TitaSwitchNetDevice> port)
+{
+    NS_ABORT_MSG_IF(m_ready, "ports must be added before Setup()");
+    const auto index = static_cast<uint16_t>(m_ports.size());
+    m_ports.push_back(port);
+    AddDevice(port);
+    port->SetSwitch(this, index);
+    return index;
+}
+
+uint64_t
+TitaSwitchNode::NowNs() const
+{
+    return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+}
+
+void
+TitaSwitchNode::Setup()
+{
+    fab::SwitchConfig cfg;
+    uint64_t headroom = m_headroomBytes;
+    for (const auto& dev : m_ports)
+    {
+        fab::PortConfig pc;
+        pc.rate_bps = dev->GetDataRate().GetBitRate();
+        pc.shaped = false; // the device serialises at its line rate
+        pc.overhead_bytes = TitaFrame::kWireOverheadBytes;
+        pc.ecn = m_ecn;
+        if (m_redKminBytes > 0 || m_redKmaxBytes > 0 || m_redPmax > 0)
+        {
+            const ::tita::cc::RedParams d = ::tita::cc::red_defaults(pc.rate_bps);
+            const double scale = static_cast<double>(pc.rate_bps) / 100e9;
+            pc.red.kmin_bytes = m_redKminBytes ? static_cast<uint64_t>(m_redKminBytes * scale) : d.kmin_bytes;
+            pc.red.kmax_bytes = m_redKmaxBytes ? static_cast<uint64_t>(m_redKmaxBytes * scale) : d.kmax_bytes;
+            pc.red.pmax = m_redPmax > 0 ? m_redPmax : d.pmax;
+        }
+        dev->GetMacAddress().CopyTo(pc.mac);
+        cfg.ports.push_back(pc);
+        if (m_headroomBytes == 0)
+        {
+            Ptr<TitaChannel> ch = DynamicCast<TitaChannel>(dev->GetChannel());
+            const double delayS = ch ? ch->GetDelay().GetSeconds() : 1e-6;
+            // In flight after XOFF: a round trip of the link plus frames being sent, as
+            // the HPCC simulator sizes it (3 x rate x one-way delay).
+            headroom = std::max<uint64_t>(
+                headroom,
+                static_cast<uint64_t>(3.0 * pc.rate_bps / 8.0 * delayS) + 2 * TitaFrame::kMaxFrameBytes);
+        }
+    }
+    cfg.mmu.buffer_bytes = m_bufferBytes;
+    cfg.mmu.reserve_bytes = m_reserveBytes;
+    cfg.mmu.headroom_bytes = static_cast<uint32_t>(headroom);
+    cfg.mmu.egress_alpha = m_egressAlpha;
+    cfg.mmu.lossless = m_lossless;
+    cfg.mmu.pfc_dynamic = m_pfcDynamic;
+    cfg.mmu.pfc_alpha = m_pfcAlpha;
+    cfg.mmu.resume_offset_bytes = m_resumeOffsetBytes;
+    cfg.ecmp.seed = m_ecmpSeed ? m_ecmpSeed : 0x9e3779b9u * (GetId() + 1);
+    if (m_dodgeField == "dscp")
+    {
+        cfg.ecmp.dodge_field = fab::DodgeField::kDscp;
+    }
+    else if (m_dodgeField == "udp-sport")
+    {
+        cfg.ecmp.dodge_field = fab::DodgeField::kUdpSport;
+    }
+    else
+    {
+        NS_ABORT_MSG_IF(m_dodgeField != "none", "DodgeField must be none, dscp or udp-sport");
+    }
+    cfg.ecmp.dodge_mask = m_dodgeMask;
+    cfg.ecmp.dodge_stride = m_dodgeStride;
+    cfg.classify.trust_pcp = m_trustPcp;
+    cfg.int_enabled = m_int;
+    cfg.decrement_ttl = m_decrementTtl;
+    cfg.seed = m_seed ? m_seed : 0x5eed0000ULL + GetId();
+    cfg.max_packets =
+        m_maxPackets ? m_maxPackets : static_cast<uint32_t>(std::max<uint64_t>(1024, m_bufferBytes / 1024));
+    std::string err;
+    NS_ABORT_MSG_IF(m_core.init(cfg, &err) != 0, "switch " << GetId() << ": " << err);
+    fab::Hooks hooks;
+    hooks.ctx = this;
+    hooks.qlen = &TitaSwitchNode::OnQlen;
+    hooks.drop = &TitaSwitchNode::OnDrop;
+    hooks.pfc = &TitaSwitchNode::OnPfc;
+    m_core.set_hooks(hooks);
+    m_portEvent.resize(m_ports.size());
+    m_portEventNs.assign(m_ports.size(), UINT64_MAX);
+    m_ready = true;
+}
+
+int
+TitaSwitchNode::AddRoute(Ipv4Address dst, const std::vector<uint16_t>& ports)
+{
+    const wire::Gid gid = wire::Gid::from_ipv4(dst.Get());
+    std::string err;
+    const int rc = m_core.add_route(gid.raw, 128, ports, &err);
+    NS_ABORT_MSG_IF(rc != 0, "switch " << GetId() << " route to " << dst << ": " << err);
+    return rc;
+}
+
+void
+TitaSwitchNode::ClearRoutes()
+{
+    // The data plane keeps its table; routes are replaced by AddRoute.
+}
+
+void
+TitaSwitchNode::SetPortUp(uint16_t port, bool up)
+{
+    m_core.set_port_up(port, up);
+}
+
+void
+TitaSwitchNode::SetFault(uint16_t port, const fab::FaultConfig& fault)
+{
+    m_core.set_fault(port, fault);
+}
+
+uint64_t
+TitaSwitchNode::GetPfcPausesSent() const
+{
+    uint64_t n = 0;
+    for (uint16_t p = 0; p < GetNPorts(); ++p)
+    {
+        n += m_core.counters(p).pfc_pause_sent_total();
+    }
+    return n;
+}
+
+uint64_t
+TitaSwitchNode::GetDrops() const
+{
+    uint64_t n = 0;
+    for (uint16_t p = 0; p < GetNPorts(); ++p)
+    {
+        n += m_core.counters(p).dropped();
+    }
+    return n;
+}
+
+void
+TitaSwitchNode::Receive(uint16_t port, Ptr<Packet> p)
+{
+    const uint64_t now = NowNs();
+    // The data plane reads headers and the telemetry trailer; the payload stays virtual.
+    const uint32_t size = p->GetSize();
+    const uint32_t n = p->CopyData(m_hdr.data(), std::min<uint32_t>(size, 128));
+    fab::FrameRef f;
+    f.data = m_hdr.data();
+    f.data_len = n;
+    f.frame_bytes = size;
+    TitaRawTrailer trailer;
+    // Bytes after the IP datagram (the telemetry trailer) are read apart.
+    uint32_t l3 = sizeof(wire::EthHdr);
+    uint16_t type = n >= 14 ? static_cast<uint16_t>(m_hdr[12] << 8 | m_hdr[13]) : 0;
+    if (type == wire::kEtherTypeVlan && n >= 18)
+    {
+        l3 += sizeof(wire::VlanTag);
+        type = static_cast<uint16_t>(m_hdr[16] << 8 | m_hdr[17]);
+    }
+    uint32_t dgEnd = 0;
+    if (type == wire::kEtherTypeIpv4 && n >= l3 + 4)
+    {
+        dgEnd = l3 + (static_cast<uint32_t>(m_hdr[l3 + 2]) << 8 | m_hdr[l3 + 3]);
+    }
+    else if (type == wire::kEtherTypeIpv6 && n >= l3 + 6)
+    {
+        dgEnd = l3 + sizeof(wire::Ipv6Hdr) + (static_cast<uint32_t>(m_hdr[l3 + 4]) << 8 | m_hdr[l3 + 5]);
+    }
+    if (dgEnd > 0 && dgEnd < size && size - dgEnd <= TitaRawTrailer::kMaxBytes - 16)
+    {
+        trailer.SetSize(size - dgEnd);
+        p->PeekTrailer(trailer);
+        f.trailer = trailer.Data();
+        f.trailer_len = size - dgEnd;
+        f.trailer_room = 16;
+        f.data_len = std::min(n, dgEnd);
+    }
+    const fab::RxResult r = m_core.receive(port, p, f, now);
+    if (r.verdict == fab::Verdict::kQueued)
+    {
+        m_ports[r.out_port]->TryTransmit();
+    }
+    else if (r.verdict == fab::Verdict::kPfc)
+    {
+        m_ports[port]->TryTransmit(); // a resume may let the port send again
+    }
+    SendPendingPfc();
+    SchedulePoll();
+}
+
+Ptr<Packet>
+TitaSwitchNode::Dequeue(uint16_t port)
+{
+    const uint64_t now = NowNs();
+    Ptr<Packet> p;
+    fab::EgressEdit e;
+    if (!m_core.dequeue(port, now, &p, &e))
+    {
+        const uint64_t t = m_core.next_event_ns(port, now);
+        if (t != fab::kNever)
+        {
+            ArmPort(port, std::max(t, now + 1)); // paused or delayed: come back then
+        }
+        return nullptr;
+    }
+    if (e.any())
+    {
+        // Headers through the IP header, and the trailer, come out as real
+        // bytes, get edited by fabric's apply_edit, and go back.
+        const uint32_t hdrLen =
+            std::min<uint32_t>(p->GetSize(), e.l3_offset + ((e.flags & fab::EgressEdit::kIpv6) ? 40 : 20));
+        TitaRawHeader h;
+        p->RemoveHeader(h, hdrLen);
+        uint8_t tail[TitaRawTrailer::kMaxBytes];
+        uint32_t tailLen = 0;
+        if (e.flags & (fab::EgressEdit::kPushHop | fab::EgressEdit::kOverflow))
+        {
+            TitaRawTrailer t;
+            t.SetSize(e.trailer_len);
+            p->RemoveTrailer(t);
+            std::memcpy(tail, t.Data(), e.trailer_len);
+            tailLen = e.trailer_len + e.grow_bytes;
+        }
+        fab::apply_edit(e, h.MutableData(), tail);
+        p->AddHeader(h);
+        if (tailLen > 0)
+        {
+            p->AddTrailer(TitaRawTrailer(tail, tailLen));
+        }
+    }
+    return p;
+}
+
+void
+TitaSwitchNode::SendPendingPfc()
+{
+    if (!m_core.pfc_pending())
+    {
+        return;
+    }
+    const uint64_t now = NowNs();
+    uint16_t port = 0;
+    int len;
+    while ((len = m_core.pfc_frame(&port, m_pfcBuf.data(), static_cast<uint32_t>(m_pfcBuf.size()), now)) > 0)
+    {
+        m_ports[port]->SendControlFrame(Create<Packet>(m_pfcBuf.data(), static_cast<uint32_t>(len)));
+    }
+}
+
+void
+TitaSwitchNode::Poll()
+{
+    m_pollNs = UINT64_MAX;
+    m_core.poll(NowNs());
+    SendPendingPfc();
+    SchedulePoll();
+}
+
+void
+TitaSwitchNode::SchedulePoll()
+{
+    const uint64_t t = m_core.next_poll_ns();
+    if (t == fab::kNever || (m_pollEvent.IsRunning() && m_pollNs <= t))
+    {
+        return;
+    }
+    m_pollEvent.Cancel();
+    m_pollNs = t;
+    const Time at = NanoSeconds(t);
+    const Time now = Simulator::Now();
+    m_pollEvent = Simulator::Schedule(at > now ? at - now : Time(0), &TitaSwitchNode::Poll, this);
+}
+
+void
+TitaSwitchNode::ArmPort(uint16_t port, uint64_t atNs)
+{
+    if (m_portEvent[port].IsRunning() && m_portEventNs[port] <= atNs)
+    {
+        return;
+    }
+    m_portEvent[port].Cancel();
+    m_portEventNs[port] = atNs;
+    const Time at = NanoSeconds(atNs);
+    const Time now = Simulator::Now();
+    m_portEvent[port] = Simulator::Schedule(at > now ? at - now : Time(0), &TitaSwitchNode::WakePort, this, port);
+}
+
+void
+TitaSwitchNode::WakePort(uint16_t port)
+{
+    m_portEventNs[port] = UINT64_MAX;
+    m_ports[port]->TryTransmit();
+}
+
+void
+TitaSwitchNode::OnQlen(void* ctx, uint16_t port, uint8_t prio, uint64_t q, uint64_t portBytes, uint64_t)
+{
+    auto* sw = static_cast<TitaSwitchNode*>(ctx);
+    sw->m_ports[port]->m_queueTrace(prio, q, portBytes);
+}
+
+void
+TitaSwitchNode::OnDrop(void* ctx, uint16_t port, uint8_t prio, fab::DropReason why, uint32_t bytes, uint64_t)
+{
+    auto* sw = static_cast<TitaSwitchNode*>(ctx);
+    NS_LOG_LOGIC("switch " << sw->GetId() << " port " << port << " drop " << fab::to_string(why));
+    sw->m_ports[port]->m_dropTrace(prio, static_cast<uint8_t>(why), bytes);
+}
+
+void
+TitaSwitchNode::OnPfc(void* ctx, uint16_t port, uint8_t prio, bool pause, bool sent, uint64_t)
+{
+    auto* sw = static_cast<TitaSwitchNode*>(ctx);
+    sw->m_ports[port]->m_switchPfcTrace(prio, pause, sent);
+}
+
+} // namespace ns3

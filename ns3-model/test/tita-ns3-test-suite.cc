@@ -1,0 +1,925 @@
+// ns-3 test suites of the tita model: the engine and cc/ inside ns-3 NICs, the
+// lib/fabric switch, topologies, workloads. QUICK suites run from `meson test
+// --suite ns3`; every assertion is an exact outcome or a stated bound.
+#include "rdma-nic-net-device.h"
+#include "tita-channel.h"
+#include "tita-flow-manager.h"
+#include "tita-frame.h"
+#include "tita-network-helper.h"
+#include "tita-switch-node.h"
+#include "tita-topology.h"
+#include "tita-workload.h"
+
+#include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/double.h"
+#include "ns3/pcap-file.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/test.h"
+#include "ns3/uinteger.h"
+#include "tita/cc/cc.h"
+#include "tita/wire/frame.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+using namespace ns3;
+namespace wire = ::tita::wire;
+namespace ccl = ::tita::cc;
+
+namespace
+{
+
+TitaTopology
+Star(uint32_t hosts, uint64_t rateBps = 100'000'000'000, uint64_t delayNs = 1000)
+{
+    TitaTopology t;
+    const uint32_t sw = t.AddSwitch("tor", 1);
+    for (uint32_t i = 0; i < hosts; ++i)
+    {
+        const uint32_t h = t.AddHost("host" + std::to_string(i));
+        t.AddLink(h, sw, rateBps, delayNs);
+    }
+    return t;
+}
+
+// A frame's IPv4 header and, if any, its telemetry trailer.
+struct Seen
+{
+    bool roce = false;
+    uint8_t opcode = 0;
+    uint8_t ecn = 0;
+    uint32_t psn = 0;
+    uint32_t len = 0;
+    uint32_t payload = 0;
+    int hops = -1;
+    wire::TelemetryHop hop[wire::kMaxTelemetryHops];
+};
+
+Seen
+Inspect(Ptr<const Packet> p)
+{
+    Seen s;
+    std::vector<uint8_t> buf(p->GetSize());
+    p->CopyData(buf.data(), p->GetSize());
+    wire::Packet pkt;
+    if (wire::parse(buf.data(), p->GetSize(), &pkt, {.verify_icrc = false, .verify_ip_checksum = true}) !=
+        wire::ParseError::kOk)
+    {
+        return s;
+    }
+    s.roce = true;
+    s.opcode = pkt.opcode();
+    s.ecn = pkt.ecn;
+    s.psn = pkt.psn();
+    s.len = p->GetSize();
+    s.payload = pkt.payload_len;
+    if (const wire::TelemetryHdr* t = pkt.telemetry())
+    {
+        s.hops = t->hops();
+        std::memcpy(s.hop, wire::telemetry_hops(t), t->hops() * sizeof(wire::TelemetryHop));
+    }
+    return s;
+}
+
+bool
+IsData(uint8_t opcode)
+{
+    return opcode <= static_cast<uint8_t>(wire::Opcode::kWriteOnlyImm);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- 2-to-1 incast
+
+/**
+ * Two long flows into one 100 Gb/s port, the second joining 0.5 ms after the
+ * first. Both must get a fair share of the bottleneck over [2, 3] ms; HPCC and
+ * tita must also keep the bottleneck queue near zero there.
+ */
+class TitaIncastFairnessTestCase : public TestCase
+{
+  public:
+    TitaIncastFairnessTestCase(std::string cc, bool checkQueue)
+        : TestCase("2-to-1 incast at 100G under " + cc),
+          m_cc(std::move(cc)),
+          m_checkQueue(checkQueue)
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaNetworkHelper net;
+        net.Build(Star(3));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue(m_cc));
+        mgr->SetNetwork(&net);
+        Simulator::Schedule(Time(0), [&] { mgr->StartFlow(1, 0, 100'000'000); });
+        Simulator::Schedule(MicroSeconds(500), [&] { mgr->StartFlow(2, 0, 100'000'000); });
+        uint64_t at2[2] = {};
+        uint64_t at3[2] = {};
+        Simulator::Schedule(MilliSeconds(2), [&] {
+            at2[0] = net.GetNic(1)->GetTxWireBytes();
+            at2[1] = net.GetNic(2)->GetTxWireBytes();
+        });
+        Simulator::Schedule(MilliSeconds(3), [&] {
+            at3[0] = net.GetNic(1)->GetTxWireBytes();
+            at3[1] = net.GetNic(2)->GetTxWireBytes();
+        });
+        Ptr<TitaSwitchNode> sw = net.GetSwitches().front();
+        double qsum = 0;
+        uint64_t qmax = 0;
+        uint32_t qn = 0;
+        for (int i = 0; i < 1000; ++i)
+        {
+            Simulator::Schedule(MilliSeconds(2) + MicroSeconds(i), [&] {
+                const uint64_t q = sw->GetCore().qlen_bytes(0); // port 0 faces host 0
+                qsum += q;
+                qmax = std::max(qmax, q);
+                ++qn;
+            });
+        }
+        Simulator::Stop(MilliSeconds(3) + NanoSeconds(1));
+        Simulator::Run();
+        const double r0 = (at3[0] - at2[0]) * 8.0 / 1e-3 / 1e9; // Gb/s
+        const double r1 = (at3[1] - at2[1]) * 8.0 / 1e-3 / 1e9;
+        const double jain = (r0 + r1) * (r0 + r1) / (2 * (r0 * r0 + r1 * r1));
+        const double qmean = qsum / qn;
+        std::fprintf(stderr,
+                     "  %s: rates %.1f / %.1f Gb/s (wire), Jain %.4f, bottleneck queue mean %.0f B max %lu B\n",
+                     m_cc.c_str(),
+                     r0,
+                     r1,
+                     jain,
+                     qmean,
+                     static_cast<unsigned long>(qmax));
+        NS_TEST_EXPECT_MSG_GT(jain, 0.98, m_cc << ": shares not fair: " << r0 << " vs " << r1);
+        NS_TEST_EXPECT_MSG_GT(r0 + r1, 80.0, m_cc << ": bottleneck underused");
+        if (m_checkQueue)
+        {
+            // "Near zero": below a tenth of the bottleneck's BDP (100 Gb/s x 4.2 us = 52 KB).
+            NS_TEST_EXPECT_MSG_LT(qmean, 5200.0, m_cc << ": standing queue at steady state");
+        }
+        NS_TEST_EXPECT_MSG_EQ(sw->GetDrops(), 0, "lossless fabric dropped packets");
+        Simulator::Destroy();
+    }
+
+    std::string m_cc;
+    bool m_checkQueue;
+};
+
+/**
+ * Eight senders into one port with congestion control off and a 4 MB buffer:
+ * PFC must pause the senders and nothing may be lost.
+ */
+class TitaPfcNoLossTestCase : public TestCase
+{
+  public:
+    TitaPfcNoLossTestCase()
+        : TestCase("8-to-1 incast without congestion control: PFC pauses, no loss")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaNetworkHelper net;
+        net.SetSwitchAttribute("BufferSize", UintegerValue(4 << 20));
+        net.Build(Star(9));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("none"));
+        mgr->SetNetwork(&net);
+        uint32_t pausesAtNics = 0;
+        for (uint32_t h = 1; h < 9; ++h)
+        {
+            net.GetNic(h)->TraceConnectWithoutContext(
+                "PfcRx",
+                MakeBoundCallback(+[](uint32_t* n, uint8_t, uint16_t q) { *n += q > 0; }, &pausesAtNics));
+            Simulator::Schedule(Time(0), [&, h] { mgr->StartFlow(h, 0, 2'000'000); });
+        }
+        Simulator::Stop(MilliSeconds(20));
+        Simulator::Run();
+        Ptr<TitaSwitchNode> sw = net.GetSwitches().front();
+        uint64_t nicDrops = 0;
+        for (uint32_t h = 0; h < 9; ++h)
+        {
+            nicDrops += net.GetNic(h)->GetEngineDrops();
+        }
+        std::fprintf(stderr,
+                     "  PFC pauses sent %lu, received by NICs %u, switch drops %lu\n",
+                     static_cast<unsigned long>(sw->GetPfcPausesSent()),
+                     pausesAtNics,
+                     static_cast<unsigned long>(sw->GetDrops()));
+        NS_TEST_EXPECT_MSG_GT(sw->GetPfcPausesSent(), 0, "no PFC pause under an 8:1 incast");
+        NS_TEST_EXPECT_MSG_GT(pausesAtNics, 0, "NICs never saw a pause");
+        NS_TEST_EXPECT_MSG_EQ(sw->GetDrops(), 0, "the switch dropped packets");
+        NS_TEST_EXPECT_MSG_EQ(nicDrops, 0, "NICs dropped frames");
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFinished(), 8, "not every flow finished");
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFailed(), 0, "a flow failed");
+        Simulator::Destroy();
+    }
+};
+
+// ---------------------------------------------------------------- ECN and INT
+
+/**
+ * Two senders at a fixed 55 Gb/s each ("none" with rate_bps) into one 100 Gb/s
+ * port: the queue grows slowly through Kmin..Kmax. Each data packet reaching the
+ * receiver carries the queue it left behind in its INT record; the fraction
+ * CE-marked per queue band must follow Kmin/Kmax/Pmax (cc::red_mark_probability).
+ * The INT record must name the port's rate, the dequeue time, the bytes the port
+ * has sent and that queue length.
+ */
+class TitaEcnIntTestCase : public TestCase
+{
+  public:
+    TitaEcnIntTestCase()
+        : TestCase("ECN marking follows Kmin, Kmax and Pmax; INT records carry the right values")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        const uint64_t kmin = 20'000;
+        const uint64_t kmax = 200'000;
+        const double pmax = 0.2;
+        TitaNetworkHelper net;
+        net.SetSwitchAttribute("RedKmin", UintegerValue(kmin));
+        net.SetSwitchAttribute("RedKmax", UintegerValue(kmax));
+        net.SetSwitchAttribute("RedPmax", DoubleValue(pmax));
+        net.Build(Star(3));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("none"));
+        mgr->SetAttribute("CcParams", StringValue("rate_bps=55000000000"));
+        mgr->SetNetwork(&net);
+        mgr->StartFlow(1, 0, 30'000'000);
+        mgr->StartFlow(2, 0, 30'000'000);
+
+        struct Sample
+        {
+            uint32_t qlen;
+            bool ce;
+        };
+        struct Probe
+        {
+            std::vector<Sample> samples;
+            uint32_t errors = 0;
+            uint32_t checked = 0;
+            uint32_t lastTx = 0;
+            bool haveLast = false;
+            Ptr<RdmaNicNetDevice> dev;
+            Time delay = MicroSeconds(1);
+        } probe;
+        probe.dev = net.GetNic(0);
+        probe.dev->TraceConnectWithoutContext(
+            "PhyRxEnd",
+            MakeBoundCallback(
+                +[](Probe* c, Ptr<const Packet> p) {
+                    const Seen s = Inspect(p);
+                    if (!s.roce || !IsData(s.opcode) || s.hops != 1)
+                    {
+                        return;
+                    }
+                    const auto& h = s.hop[0];
+                    c->samples.push_back({h.qlen_bytes.get(), s.ecn == wire::kEcnCe});
+                    // The record was written at dequeue: arrival - wire time - delay.
+                    const Time dequeue = Simulator::Now() - c->dev->WireTime(s.len) - c->delay;
+                    const auto ts = static_cast<uint32_t>(dequeue.GetNanoSeconds());
+                    bool ok = h.rate_mbps.get() == 100'000;
+                    ok &= h.ts_ns.get() + 1 >= ts && h.ts_ns.get() <= ts + 1;
+                    if (c->haveLast)
+                    {
+                        // Bytes sent by the port since the previous data packet: this one.
+                        ok &= h.tx_bytes.get() - c->lastTx == s.len;
+                    }
+                    c->lastTx = h.tx_bytes.get();
+                    c->haveLast = true;
+                    c->errors += !ok;
+                    ++c->checked;
+                },
+                &probe));
+        Simulator::Stop(MicroSeconds(400));
+        Simulator::Run();
+
+        NS_TEST_ASSERT_MSG_GT(probe.checked, 1000, "too few data packets with INT");
+        NS_TEST_EXPECT_MSG_EQ(probe.errors, 0, "INT records with wrong rate, timestamp or byte count");
+        const auto& samples = probe.samples;
+        // Marking per queue band against the RED law.
+        const uint64_t bands[] = {0, kmin, 65'000, 110'000, 155'000, kmax, 10'000'000};
+        for (std::size_t b = 0; b + 1 < std::size(bands); ++b)
+        {
+            uint32_t n = 0;
+            uint32_t marked = 0;
+            double expect = 0;
+            for (const Sample& s : samples)
+            {
+                if (s.qlen >= bands[b] && s.qlen < bands[b + 1])
+                {
+                    ++n;
+                    marked += s.ce;
+                    expect += ccl::red_mark_probability(s.qlen, {kmin, kmax, pmax});
+                }
+            }
+            if (n == 0)
+            {
+                continue;
+            }
+            const double got = static_cast<double>(marked) / n;
+            const double want = expect / n;
+            const double sd = std::sqrt(std::max(want * (1 - want), 1e-4) / n);
+            std::fprintf(stderr,
+                         "  queue [%6lu, %8lu) B: %5u packets, marked %.4f, RED %.4f\n",
+                         static_cast<unsigned long>(bands[b]),
+                         static_cast<unsigned long>(bands[b + 1]),
+                         n,
+                         got,
+                         want);
+            NS_TEST_EXPECT_MSG_LT(std::abs(got - want), 4 * sd + 1e-9, "marking off the RED law in band " << b);
+        }
+        Simulator::Destroy();
+    }
+};
+
+// ---------------------------------------------------------------- golden trace
+
+/**
+ * The far end of a link that answers a NIC with scripted ACKs and CNPs: every
+ * data packet is ACKed after a fixed delay with an echoed timestamp, one
+ * synthetic INT hop and a CE count from the script; every 16th also draws a CNP.
+ */
+class ScriptedPeer : public TitaNetDevice
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TitaTestScriptedPeer").SetParent<TitaNetDevice>();
+        return tid;
+    }
+
+    Ptr<RdmaNicNetDevice> m_nic;
+    uint32_t m_nicQpn = 0;
+    uint32_t m_myQpn = 0x99;
+    Ipv4Address m_myIp{"11.0.9.1"};
+    Time m_ackDelay = MicroSeconds(8);
+    std::deque<Ptr<Packet>> m_out;
+
+  protected:
+    bool HasMoreToSend() const override
+    {
+        return !m_out.empty();
+    }
+
+    Ptr<Packet> DequeueNext() override
+    {
+        if (m_out.empty())
+        {
+            return nullptr;
+        }
+        Ptr<Packet> p = m_out.front();
+        m_out.pop_front();
+        return p;
+    }
+
+    void DoReceive(Ptr<Packet> p) override
+    {
+        std::vector<uint8_t> buf(p->GetSize());
+        p->CopyData(buf.data(), p->GetSize());
+        wire::Packet pkt;
+        if (wire::parse(buf.data(), p->GetSize(), &pkt, {.verify_icrc = false}) != wire::ParseError::kOk ||
+            !IsData(pkt.opcode()))
+        {
+            return;
+        }
+        const uint32_t psn = pkt.psn();
+        const uint32_t ts = pkt.telemetry() ? pkt.telemetry()->ts_ns.get() : 0;
+        Simulator::Schedule(m_ackDelay, &ScriptedPeer::Answer, this, psn, ts);
+    }
+
+  private:
+    void Answer(uint32_t psn, uint32_t ts)
+    {
+        wire::FrameFields f;
+        m_nic->GetMacAddress().CopyTo(f.dst_mac);
+        GetMacAddress().CopyTo(f.src_mac);
+        f.src_gid = wire::Gid::from_ipv4(m_myIp.Get());
+        f.dst_gid = wire::Gid::from_ipv4(m_nic->GetIpv4().Get());
+        f.dest_qp = m_nicQpn;
+        f.opcode = wire::Opcode::kAck;
+        f.psn = psn;
+        f.syndrome = wire::aeth::ack();
+        f.msn = psn + 1;
+        uint8_t frame[256];
+        const int n = wire::build_frame(f, {}, frame, sizeof(frame));
+        uint32_t len = static_cast<uint32_t>(n);
+        // ECHO trailer: the timestamp, a CE count and one INT hop from the script.
+        const uint8_t ce = psn % 7 == 3 ? 1 : 0;
+        len += wire::telemetry_write(frame + len, wire::TelemetryHdr::kEcho, ts, ce, 1);
+        frame[len - 8 + 1] |= 1; // one hop record
+        auto* hop = reinterpret_cast<wire::TelemetryHop*>(frame + len);
+        hop->rate_mbps.set(100'000);
+        hop->ts_ns.set(ts + 2000 + psn * 84);
+        hop->tx_bytes.set(psn * 1000 + (psn % 5) * 40);
+        hop->qlen_bytes.set((psn % 40) * 1500);
+        len += sizeof(wire::TelemetryHop);
+        m_out.push_back(TitaFrame::FramePacketFromBytes(frame, len));
+        if (psn % 16 == 5)
+        {
+            wire::FrameFields c = f;
+            c.opcode = wire::Opcode::kCnp;
+            c.becn = true;
+            c.psn = 0;
+            c.dscp = 48;
+            uint8_t cnp[128];
+            const int m = wire::build_frame(c, {}, cnp, sizeof(cnp));
+            m_out.push_back(Create<Packet>(cnp, static_cast<uint32_t>(m)));
+        }
+        TryTransmit();
+    }
+};
+
+/**
+ * One ACK/CNP event trace, fed to a cc/ algorithm directly and through the ns-3
+ * NIC (engine host): the rate and window decisions must be identical after every
+ * event. The direct side builds each AckSample from the ACK's fields by the
+ * definitions in cc/types.h.
+ */
+class TitaGoldenTraceTestCase : public TestCase
+{
+  public:
+    explicit TitaGoldenTraceTestCase(std::string cc)
+        : TestCase("golden trace: " + cc + " directly and through the ns-3 NIC decide alike"),
+          m_cc(std::move(cc))
+    {
+    }
+
+  private:
+    struct State
+    {
+        ccl::Params params;
+        ccl::Flow flow;
+        Ptr<RdmaNicNetDevice> nic;
+        uint32_t qpn = 0;
+        uint32_t mtu = 1024;
+        uint64_t totalBytes = 0;
+        uint64_t sentBytes = 0;  // snd_max position
+        uint64_t ackedBytes = 0; // snd_una position
+        uint32_t nextUnacked = 0; // PSN
+        uint32_t compared = 0;
+        uint32_t mismatches = 0;
+        uint32_t acks = 0;
+        uint32_t cnps = 0;
+        std::string first;
+    };
+
+    static void Compare(State* s, const char* where)
+    {
+        ::tita::engine::QpInfo info;
+        s->nic->GetEngine().qp_info(s->qpn, &info);
+        ++s->compared;
+        if (info.rate_bps != s->flow.rate_bps() || info.cwnd_bytes != s->flow.cwnd_bytes())
+        {
+            if (s->mismatches++ == 0)
+            {
+                s->first = std::string(where) + " at " + std::to_string(Simulator::Now().GetNanoSeconds()) +
+                           " ns: engine " + std::to_string(info.rate_bps) + " b/s / " +
+                           std::to_string(info.cwnd_bytes) + " B, direct " + std::to_string(s->flow.rate_bps()) +
+                           " / " + std::to_string(s->flow.cwnd_bytes());
+            }
+        }
+    }
+
+    static uint64_t Now()
+    {
+        return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+    }
+
+    // Deadlines strictly before now ran in the engine at their own time.
+    static void CatchUpTimers(State* s)
+    {
+        if (s->flow.next_timer_ns() < Now())
+        {
+            s->flow.on_timer(Now() - 1);
+        }
+    }
+
+    static void OnEngineTx(State* s, Ptr<const Packet> p)
+    {
+        const Seen x = Inspect(p);
+        if (!x.roce || !IsData(x.opcode))
+        {
+            return;
+        }
+        CatchUpTimers(s);
+        s->flow.on_send(Now(), x.payload);
+        s->sentBytes = std::max<uint64_t>(s->sentBytes, uint64_t{x.psn + 1} * s->mtu);
+        s->sentBytes = std::min(s->sentBytes, s->totalBytes);
+    }
+
+    static void OnRx(State* s, Ptr<const Packet> p)
+    {
+        CatchUpTimers(s);
+        Compare(s, "before event");
+        std::vector<uint8_t> buf(p->GetSize());
+        p->CopyData(buf.data(), p->GetSize());
+        wire::Packet pkt;
+        if (wire::parse(buf.data(), p->GetSize(), &pkt, {.verify_icrc = false}) != wire::ParseError::kOk)
+        {
+            return;
+        }
+        if (pkt.opcode() == static_cast<uint8_t>(wire::Opcode::kCnp))
+        {
+            ++s->cnps;
+            s->flow.on_cnp(Now());
+            return;
+        }
+        if (pkt.opcode() != static_cast<uint8_t>(wire::Opcode::kAck))
+        {
+            return;
+        }
+        const uint32_t psn = pkt.psn();
+        if (psn + 1 <= s->nextUnacked)
+        {
+            return; // nothing new
+        }
+        ++s->acks;
+        ccl::AckSample a;
+        const uint64_t una = std::min<uint64_t>(uint64_t{psn + 1} * s->mtu, s->totalBytes);
+        a.acked_bytes = una - s->ackedBytes;
+        a.acked_packets = psn + 1 - s->nextUnacked;
+        s->ackedBytes = una;
+        s->nextUnacked = psn + 1;
+        a.ack_seq_bytes = s->ackedBytes;
+        a.next_seq_bytes = s->sentBytes;
+        a.inflight_bytes = s->sentBytes - s->ackedBytes;
+        const wire::TelemetryHdr* t = pkt.telemetry();
+        a.rtt_ns = static_cast<uint32_t>(Now()) - t->ts_ns.get();
+        a.ce_packets = t->ce_packets;
+        a.n_hops = t->hops();
+        a.int_partial = t->overflow() || t->path_hops > t->hops();
+        const wire::TelemetryHop* h = wire::telemetry_hops(t);
+        for (int i = 0; i < a.n_hops; ++i)
+        {
+            a.hops[i].rate_bps = uint64_t{h[i].rate_mbps.get()} * 1'000'000;
+            a.hops[i].ts_ns = h[i].ts_ns.get();
+            a.hops[i].tx_bytes = h[i].tx_bytes.get();
+            a.hops[i].qlen_bytes = h[i].qlen_bytes.get();
+        }
+        s->flow.on_ack(Now(), a);
+    }
+
+    void DoRun() override
+    {
+        const uint64_t rate = 100'000'000'000;
+        Ptr<Node> a = CreateObject<Node>();
+        Ptr<Node> b = CreateObject<Node>();
+        Ptr<RdmaNicNetDevice> nic = CreateObject<RdmaNicNetDevice>();
+        nic->SetAddress(Mac48Address::Allocate());
+        nic->SetDataRate(DataRate(rate));
+        nic->SetIpv4(Ipv4Address("11.0.0.1"));
+        nic->SetAttribute("BaseRtt", TimeValue(MicroSeconds(12)));
+        a->AddDevice(nic);
+        Ptr<ScriptedPeer> peer = CreateObject<ScriptedPeer>();
+        peer->SetAddress(Mac48Address::Allocate());
+        peer->SetDataRate(DataRate(rate));
+        b->AddDevice(peer);
+        Ptr<TitaChannel> ch = CreateObject<TitaChannel>();
+        nic->Attach(ch);
+        peer->Attach(ch);
+
+        State s;
+        s.nic = nic;
+        s.totalBytes = 600 * 1024;
+        s.qpn = nic->CreateQp();
+        peer->m_nic = nic;
+        peer->m_nicQpn = s.qpn;
+        // The NIC's QP talks to the scripted peer's (fake) QP.
+        {
+            namespace eng = ::tita::engine;
+            std::string err;
+            eng::QpAttr at;
+            at.qp_state = eng::QpState::kInit;
+            at.qp_access_flags = eng::kAccessRemoteWrite;
+            nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpAccessFlags, &err);
+            at.qp_state = eng::QpState::kRtr;
+            at.dest_qp_num = peer->m_myQpn;
+            at.ah_attr.dgid = wire::Gid::from_ipv4(peer->m_myIp.Get());
+            peer->GetMacAddress().CopyTo(at.ah_attr.dmac);
+            NS_TEST_ASSERT_MSG_EQ(nic->GetEngine().modify_qp(s.qpn,
+                                                            at,
+                                                            eng::kQpState | eng::kQpAv | eng::kQpPathMtu |
+                                                                eng::kQpDestQpn | eng::kQpRqPsn,
+                                                            &err),
+                                  0,
+                                  err);
+            at.qp_state = eng::QpState::kRts;
+            at.timeout = 0; // no RTO in this script
+            NS_TEST_ASSERT_MSG_EQ(
+                nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpSqPsn | eng::kQpTimeout, &err),
+                0,
+                err);
+        }
+        nic->SetCc(s.qpn, m_cc, {});
+        const ccl::FlowConfig link{rate, 12'000, 1024};
+        std::string err;
+        NS_TEST_ASSERT_MSG_EQ(ccl::Params::create(m_cc, link, &s.params, &err), 0, err);
+        s.flow.init(s.params, link, 0);
+        nic->TraceConnectWithoutContext("EngineTx", MakeBoundCallback(&TitaGoldenTraceTestCase::OnEngineTx, &s));
+        nic->TraceConnectWithoutContext("PhyRxEnd", MakeBoundCallback(&TitaGoldenTraceTestCase::OnRx, &s));
+        nic->PostWrite(s.qpn, 1, static_cast<uint32_t>(s.totalBytes), false, nic);
+        Simulator::Stop(MilliSeconds(2));
+        Simulator::Run();
+        CatchUpTimers(&s);
+        Compare(&s, "at the end");
+        std::fprintf(stderr,
+                     "  %s: %u ACKs, %u CNPs, %u comparisons, %u mismatches, final rate %lu b/s\n",
+                     m_cc.c_str(),
+                     s.acks,
+                     s.cnps,
+                     s.compared,
+                     s.mismatches,
+                     static_cast<unsigned long>(s.flow.rate_bps()));
+        NS_TEST_EXPECT_MSG_GT(s.acks, 300, "the script did not run");
+        NS_TEST_EXPECT_MSG_EQ(s.mismatches, 0, "first difference: " << s.first);
+        Simulator::Destroy();
+    }
+
+    std::string m_cc;
+};
+
+// ---------------------------------------------------------------- fat-tree workload
+
+/**
+ * A 16-host fat-tree (2 pods x 2 ToRs x 4 hosts, 2 aggregation switches per pod,
+ * 4 cores) with web-search traffic at 30% load for 1 ms under HPCC: every flow
+ * completes, successfully, with nothing dropped, and no flow beats its ideal FCT
+ * by more than 5% (the HPCC formula counts a full-MTU store-and-forward per link,
+ * which a flow whose last packet is short can beat by a few tens of ns).
+ */
+class TitaFatTreeWebSearchTestCase : public TestCase
+{
+  public:
+    TitaFatTreeWebSearchTestCase()
+        : TestCase("small fat-tree with web-search load: every flow finishes")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaTopology::FatTreeParams p;
+        p.pods = 2;
+        p.torsPerPod = 2;
+        p.aggsPerPod = 2;
+        p.hostsPerTor = 4;
+        p.coresPerAgg = 2;
+        TitaNetworkHelper net;
+        net.Build(TitaTopology::FatTree(p));
+        NS_TEST_ASSERT_MSG_EQ(net.GetNHosts(), 16, "hosts");
+        NS_TEST_ASSERT_MSG_EQ(net.GetSwitches().size(), 12, "switches");
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("hpcc"));
+        mgr->SetNetwork(&net);
+        TitaFlowSizeCdf cdf;
+        std::string err;
+        NS_TEST_ASSERT_MSG_EQ(cdf.Load(TITA_DATA_DIR "/workloads/websearch.cdf", &err), true, err);
+        std::vector<uint32_t> hosts(16);
+        std::iota(hosts.begin(), hosts.end(), 0);
+        auto flows = TitaWorkload::Poisson(cdf, hosts, 0.3, 100'000'000'000, Time(0), MilliSeconds(1), 7);
+        const std::size_t n = flows.size();
+        TitaWorkload::Schedule(mgr, std::move(flows));
+        uint32_t faster = 0;
+        mgr->TraceConnectWithoutContext(
+            "FlowComplete",
+            MakeBoundCallback(
+                +[](uint32_t* f, const TitaFlowRecord& r) {
+                    if ((r.end - r.start).GetNanoSeconds() < static_cast<int64_t>(r.idealNs) * 95 / 100)
+                    {
+                        std::fprintf(stderr,
+                                     "  flow %u: %lu B in %ld ns, ideal %lu ns, %u links\n",
+                                     r.id,
+                                     static_cast<unsigned long>(r.bytes),
+                                     static_cast<long>((r.end - r.start).GetNanoSeconds()),
+                                     static_cast<unsigned long>(r.idealNs),
+                                     r.hops);
+                        ++*f;
+                    }
+                },
+                &faster));
+        Simulator::Stop(MilliSeconds(30));
+        Simulator::Run();
+        uint64_t drops = 0;
+        for (const auto& sw : net.GetSwitches())
+        {
+            drops += sw->GetDrops();
+        }
+        std::fprintf(stderr, "  %zu flows, %u finished\n", n, mgr->GetFinished());
+        NS_TEST_EXPECT_MSG_GT(n, 10, "too few flows generated");
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetStarted(), n, "not every flow started");
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFinished(), n, "not every flow finished");
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFailed(), 0, "a flow failed");
+        NS_TEST_EXPECT_MSG_EQ(drops, 0, "switches dropped packets");
+        NS_TEST_EXPECT_MSG_EQ(faster, 0, "a flow finished much faster than its ideal FCT");
+        Simulator::Destroy();
+    }
+};
+
+// ---------------------------------------------------------------- multi-rail
+
+/**
+ * A 2-block multi-rail cluster (4 servers x 8 GPUs per block, 4 spines, NVLink):
+ * the rail-k ToR of a block connects exactly the k-th NIC of that block's
+ * servers (and spines), each NVSwitch exactly its server's 8 NVLink ports; a
+ * ring AllReduce and an All-to-All with PXN relay over all 64 GPUs complete.
+ */
+class TitaMultiRailTestCase : public TestCase
+{
+  public:
+    TitaMultiRailTestCase()
+        : TestCase("multi-rail wiring: rail k ToR connects exactly the k-th NICs; collectives complete")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaTopology::MultiRailParams p;
+        p.blocks = 2;
+        p.serversPerBlock = 4;
+        p.gpusPerServer = 8;
+        p.spines = 4;
+        p.nvlink = true;
+        const TitaTopology topo = TitaTopology::MultiRail(p);
+        TitaNetworkHelper net;
+        net.Build(topo);
+        NS_TEST_ASSERT_MSG_EQ(topo.GetNServers(), 8, "servers");
+        const auto& vs = topo.Vertices();
+        uint32_t tors = 0;
+        for (uint32_t v = 0; v < vs.size(); ++v)
+        {
+            if (vs[v].kind != TitaTopology::Kind::kSwitch)
+            {
+                continue;
+            }
+            Ptr<TitaSwitchNode> sw = net.GetSwitchOfVertex(v);
+            std::vector<uint32_t> hostPeers;
+            uint32_t switchPeers = 0;
+            for (uint16_t port = 0; port < sw->GetNPorts(); ++port)
+            {
+                Ptr<TitaNetDevice> peer = sw->GetPort(port)->GetPeer();
+                if (auto nic = DynamicCast<RdmaNicNetDevice>(peer))
+                {
+                    hostPeers.push_back(net.GetHostIndex(nic));
+                }
+                else
+                {
+                    ++switchPeers;
+                }
+            }
+            std::sort(hostPeers.begin(), hostPeers.end());
+            std::vector<uint32_t> want;
+            if (vs[v].tier == 1)
+            {
+                ++tors;
+                for (uint32_t s = 0; s < p.serversPerBlock; ++s)
+                {
+                    want.push_back(topo.RailHost(vs[v].block * p.serversPerBlock + s, vs[v].gpu));
+                }
+                NS_TEST_EXPECT_MSG_EQ(switchPeers, p.spines, "a ToR's uplinks go to every spine");
+            }
+            else if (vs[v].tier == 0)
+            {
+                const uint32_t server = (hostPeers.empty() ? 0 : vs[topo.Hosts()[hostPeers[0]]].server);
+                for (uint32_t g = 0; g < p.gpusPerServer; ++g)
+                {
+                    want.push_back(topo.NvlinkHost(server, g));
+                }
+                NS_TEST_EXPECT_MSG_EQ(switchPeers, 0, "an NVSwitch joins only its server's GPUs");
+            }
+            else
+            {
+                NS_TEST_EXPECT_MSG_EQ(switchPeers, p.blocks * p.gpusPerServer, "a spine joins every ToR");
+            }
+            std::sort(want.begin(), want.end());
+            NS_TEST_EXPECT_MSG_EQ((hostPeers == want), true, "wrong hosts on " << vs[v].name);
+        }
+        NS_TEST_EXPECT_MSG_EQ(tors, p.blocks * p.gpusPerServer, "one ToR per (block, rail)");
+
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("hpcc"));
+        mgr->SetNetwork(&net);
+        std::vector<TitaCollective::Rank> ranks;
+        for (uint32_t g = 0; g < p.gpusPerServer; ++g)
+        {
+            for (uint32_t s = 0; s < topo.GetNServers(); ++s)
+            {
+                ranks.push_back({static_cast<uint32_t>(topo.RailHost(s, g)),
+                                 static_cast<int32_t>(s),
+                                 static_cast<int32_t>(g)});
+            }
+        }
+        auto ring = TitaCollective::RingAllReduce(mgr, 0, ranks, 1 << 20, Time(0));
+        auto pxn = TitaCollective::AllToAllPxn(mgr, 1, ranks, 1 << 20, MicroSeconds(1));
+        Simulator::Stop(MilliSeconds(50));
+        Simulator::Run();
+        NS_TEST_EXPECT_MSG_EQ(ring->IsDone(), true, "ring AllReduce did not complete");
+        NS_TEST_EXPECT_MSG_EQ(ring->GetSteps().size(), 2 * (ranks.size() - 1), "ring steps");
+        NS_TEST_EXPECT_MSG_EQ(pxn->IsDone(), true, "PXN All-to-All did not complete");
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFailed(), 0, "a message failed");
+        std::fprintf(stderr,
+                     "  ring AllReduce 1 MiB over %zu GPUs: %.1f us; PXN All-to-All: %.1f us\n",
+                     ranks.size(),
+                     (ring->GetEnd() - ring->GetStart()).GetMicroSeconds() * 1.0,
+                     (pxn->GetEnd() - pxn->GetStart()).GetMicroSeconds() * 1.0);
+        Simulator::Destroy();
+    }
+};
+
+// ---------------------------------------------------------------- pcap
+
+/**
+ * A transfer captured with the pcap helper: every frame in the file is a RoCEv2
+ * frame tita's parser accepts, ICRC included (ComputeIcrc on).
+ */
+class TitaPcapTestCase : public TestCase
+{
+  public:
+    TitaPcapTestCase()
+        : TestCase("pcap holds real RoCEv2 frames (Ethernet link type, valid ICRC)")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaNetworkHelper net;
+        net.SetNicAttribute("ComputeIcrc", BooleanValue(true));
+        net.SetNicAttribute("VerifyIcrc", BooleanValue(true));
+        net.Build(Star(2));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("dcqcn"));
+        mgr->SetNetwork(&net);
+        const std::string prefix = CreateTempDirFilename("tita");
+        net.EnablePcap(prefix, 1);
+        mgr->StartFlow(1, 0, 64 * 1024);
+        Simulator::Run();
+        Simulator::Destroy();
+        PcapFile f;
+        f.Open(prefix + "-1.pcap", std::ios::in);
+        NS_TEST_ASSERT_MSG_EQ(f.Fail(), false, "no pcap file");
+        NS_TEST_EXPECT_MSG_EQ(f.GetDataLinkType(), 1, "link type is not Ethernet");
+        uint32_t frames = 0;
+        uint32_t good = 0;
+        std::vector<uint8_t> buf(65536);
+        for (;;)
+        {
+            uint32_t sec;
+            uint32_t usec;
+            uint32_t incl;
+            uint32_t orig;
+            uint32_t read;
+            f.Read(buf.data(), buf.size(), sec, usec, incl, orig, read);
+            if (f.Eof() || f.Fail())
+            {
+                break;
+            }
+            ++frames;
+            wire::Packet pkt;
+            good += wire::parse(buf.data(), incl, &pkt, {.verify_icrc = true}) == wire::ParseError::kOk;
+        }
+        NS_TEST_EXPECT_MSG_GT(frames, 64, "too few frames captured");
+        NS_TEST_EXPECT_MSG_EQ(good, frames, "frames that are not valid RoCEv2");
+    }
+};
+
+// ---------------------------------------------------------------- suites
+
+class TitaNs3TestSuite : public TestSuite
+{
+  public:
+    TitaNs3TestSuite()
+        : TestSuite("tita", UNIT)
+    {
+        AddTestCase(new TitaPcapTestCase, TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("dcqcn"), TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("hpcc"), TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("timely"), TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("swift"), TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("powertcp"), TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("nscc"), TestCase::QUICK);
+        AddTestCase(new TitaGoldenTraceTestCase("tita"), TestCase::QUICK);
+        AddTestCase(new TitaEcnIntTestCase, TestCase::QUICK);
+        AddTestCase(new TitaIncastFairnessTestCase("dcqcn", false), TestCase::QUICK);
+        AddTestCase(new TitaIncastFairnessTestCase("hpcc", true), TestCase::QUICK);
+        AddTestCase(new TitaIncastFairnessTestCase("tita", true), TestCase::QUICK);
+        AddTestCase(new TitaPfcNoLossTestCase, TestCase::QUICK);
+        AddTestCase(new TitaFatTreeWebSearchTestCase, TestCase::QUICK);
+        AddTestCase(new TitaMultiRailTestCase, TestCase::QUICK);
+    }
+};
+
+static TitaNs3TestSuite g_titaNs3TestSuite;
