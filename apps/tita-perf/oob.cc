@@ -19,21 +19,29 @@ Oob::~Oob() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-int Oob::listen_and_accept(uint16_t port, int timeout_s, std::string* err) {
-  const int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+OobListener::~OobListener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int OobListener::listen(uint16_t port, std::string* err) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   const int one = 1;
-  ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 1) != 0) {
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 64) != 0) {
     *err = "out-of-band: cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(errno);
-    ::close(ls);
     return -1;
   }
+  port_ = port;
+  return 0;
+}
+
+int OobListener::accept(Oob* out, int timeout_s, std::string* err) {
   // Some PMDs (net_tap) deliver SIGIO to this process: poll through EINTR.
-  pollfd p{ls, POLLIN, 0};
+  pollfd p{fd_, POLLIN, 0};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int ready = 0;
   while (ready <= 0 && std::chrono::steady_clock::now() < deadline) {
@@ -41,19 +49,21 @@ int Oob::listen_and_accept(uint16_t port, int timeout_s, std::string* err) {
     if (ready < 0 && errno != EINTR) break;
   }
   if (ready <= 0) {
-    *err = "out-of-band: no client connected within " + std::to_string(timeout_s) + " s";
-    ::close(ls);
+    *err = "out-of-band: no client connected to TCP port " + std::to_string(port_) + " within " +
+           std::to_string(timeout_s) + " s";
     return -1;
   }
+  int fd;
   do {
-    fd_ = ::accept(ls, nullptr, nullptr);
-  } while (fd_ < 0 && errno == EINTR);
-  ::close(ls);
-  if (fd_ < 0) {
+    fd = ::accept(fd_, nullptr, nullptr);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
     *err = std::string("out-of-band: accept: ") + std::strerror(errno);
     return -1;
   }
-  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  out->fd_ = fd;
   return 0;
 }
 

@@ -9,6 +9,24 @@
 
 namespace tita::perf {
 
+class Oob;
+
+// A listening TCP socket that hands out one Oob per client.
+class OobListener {
+ public:
+  OobListener() = default;
+  ~OobListener();
+  OobListener(const OobListener&) = delete;
+  OobListener& operator=(const OobListener&) = delete;
+  int listen(uint16_t port, std::string* err);
+  // Waits up to timeout_s for the next client. 0, or -1 with *err.
+  int accept(Oob* out, int timeout_s, std::string* err);
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
 class Oob {
  public:
   Oob() = default;
@@ -16,9 +34,8 @@ class Oob {
   Oob(const Oob&) = delete;
   Oob& operator=(const Oob&) = delete;
 
-  // Server: waits for one client on `port`. Client: connects to host:port,
-  // retrying for up to `timeout_s` while the server starts. 0, or -1 with *err.
-  int listen_and_accept(uint16_t port, int timeout_s, std::string* err);
+  // Connects to host:port, retrying for up to `timeout_s` while the server
+  // starts. 0, or -1 with *err. (Servers get their Oob from an OobListener.)
   int connect_to(const std::string& host, uint16_t port, int timeout_s, std::string* err);
 
   int send(const nlohmann::json& msg, std::string* err);
@@ -28,6 +45,7 @@ class Oob {
   int poll(nlohmann::json* msg, std::string* err);
 
  private:
+  friend class OobListener;
   int take_line(nlohmann::json* msg, std::string* err);
   int fd_ = -1;
   std::string buffer_;

@@ -14,6 +14,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include <ctime>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -64,6 +65,10 @@ struct Options {
   double rate_gbps = 100;
   bool pace = false;
   bool loopback = false;
+  uint32_t clients = 1;       // server: how many clients to serve at once
+  bool idle_sleep = false;    // sleep while the engine has nothing to do (processes sharing a core)
+  double base_rtt_us = 10;    // congestion control's base RTT
+  double pacing_slack_us = 0; // sending time a late poll may catch up
   bool quiet = false;  // no report (the in-process server of --loopback)
   bool check = false;
   bool zero_copy = false;
@@ -148,6 +153,8 @@ class Perf {
   };
 
   size_t region() const { return (static_cast<size_t>(o_.size) + 4095) & ~size_t{4095}; }
+  // QPs over all clients (the server serves o_.clients clients with o_.qps each).
+  uint32_t total_qps() const { return o_.qps * (o_.server ? o_.clients : 1); }
   // Whether QP i's region holds the pattern both sides fill it with.
   bool intact(uint32_t i) { return std::memcmp(buf(i), expected_.data() + i * region(), o_.size) == 0; }
   uint8_t* buf(uint32_t i) { return mem_ + i * region(); }
@@ -168,6 +175,8 @@ class Perf {
     cfg.line_rate_bps = static_cast<uint64_t>(o_.rate_gbps * 1e9);
     cfg.ack_req_every = o_.ack_req_every;
     cfg.pace_line_rate = o_.pace;
+    cfg.base_rtt_ns = static_cast<uint64_t>(o_.base_rtt_us * 1e3);
+    cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
     if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
     host_ = std::make_unique<dpdk::EngineHost>(
         port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});
@@ -179,18 +188,19 @@ class Perf {
     std::string err;
     setup_engine();
     Engine& e = host_->engine();
-    mem_len_ = region() * o_.qps;
+    mem_len_ = region() * total_qps();
     mem_ = static_cast<uint8_t*>(std::aligned_alloc(4096, mem_len_));
     if (mem_ == nullptr) die("cannot allocate " + std::to_string(mem_len_) + " bytes");
     expected_.assign(mem_len_, 0);
-    for (uint32_t i = 0; i < o_.qps; ++i) fill(expected_.data() + i * region(), o_.size, 1000 + i);
+    // Each client's QP i fills its region with pattern 1000 + i.
+    for (uint32_t i = 0; i < total_qps(); ++i) fill(expected_.data() + i * region(), o_.size, 1000 + i % o_.qps);
     std::memcpy(mem_, expected_.data(), mem_len_);
     if (o_.zero_copy && host_->register_memory(mem_, mem_len_, &err) != 0) die(err);
     pd_ = e.alloc_pd();
     const uint32_t access = engine::kAccessLocalWrite | engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
     if (e.reg_mr(pd_, mem_, mem_len_, access, &mr_) != 0) die("reg_mr failed");
-    if (e.create_cq(std::max<uint32_t>(4096, 2 * o_.qps * o_.tx_depth), &cq_) != 0) die("create_cq failed");
-    conns_.resize(o_.qps);
+    if (e.create_cq(std::max<uint32_t>(4096, 2 * total_qps() * o_.tx_depth), &cq_) != 0) die("create_cq failed");
+    conns_.resize(total_qps());
     for (Conn& c : conns_) {
       const engine::QpInitAttr qa{.send_cq = cq_, .recv_cq = cq_, .max_send_wr = o_.tx_depth + 1,
                                   .max_recv_wr = o_.tx_depth + 1, .max_sge = 1};
@@ -198,29 +208,34 @@ class Perf {
     }
   }
 
-  json local_info() const {
+  // What client k (0 for a client itself) needs: its slice of QPs and buffer regions.
+  json local_info(uint32_t k = 0) const {
     json qpns = json::array();
-    for (const Conn& c : conns_) qpns.push_back(c.qpn);
-    return {{"qpns", qpns}, {"gid", o_.ip}, {"mac", mac_string(host_->engine().config().mac)}, {"addr", mr_.addr},
-            {"rkey", mr_.rkey}, {"region", region()}};
+    for (uint32_t i = 0; i < o_.qps; ++i) qpns.push_back(conns_[k * o_.qps + i].qpn);
+    return {{"qpns", qpns},
+            {"gid", o_.ip},
+            {"mac", mac_string(host_->engine().config().mac)},
+            {"addr", mr_.addr + k * o_.qps * region()},
+            {"rkey", mr_.rkey},
+            {"region", region()}};
   }
 
-  // RESET -> INIT -> RTR -> RTS against the peer's QPs.
-  void connect(const json& peer) {
+  // RESET -> INIT -> RTR -> RTS: our QPs of client k against the peer's QPs.
+  void connect(const json& peer, uint32_t k = 0) {
     Engine& e = host_->engine();
     uint32_t ip;
     if (!parse_ipv4(peer.at("gid").get<std::string>(), &ip)) die("peer sent a bad GID");
     uint8_t mac[6];
     if (!parse_mac(peer.at("mac").get<std::string>(), mac)) die("peer sent a bad MAC");
     const auto& qpns = peer.at("qpns");
-    if (qpns.size() != conns_.size()) die("peer has " + std::to_string(qpns.size()) + " QPs, we have " +
-                                          std::to_string(conns_.size()));
+    if (qpns.size() != o_.qps) die("peer has " + std::to_string(qpns.size()) + " QPs, we have " +
+                                   std::to_string(o_.qps));
     peer_addr_ = peer.at("addr").get<uint64_t>();
     peer_rkey_ = peer.at("rkey").get<uint32_t>();
     peer_region_ = peer.at("region").get<uint64_t>();
     std::string err;
-    for (size_t i = 0; i < conns_.size(); ++i) {
-      Conn& c = conns_[i];
+    for (uint32_t i = 0; i < o_.qps; ++i) {
+      Conn& c = conns_[k * o_.qps + i];
       c.peer_qpn = qpns[i].get<uint32_t>();
       engine::QpAttr a;
       a.qp_state = engine::QpState::kInit;
@@ -291,25 +306,39 @@ class Perf {
 
   Conn& conn_of(uint32_t qpn) { return conns_[qpn - conns_[0].qpn]; }
 
-  // ---- server: answers the client's test until it says done.
+  // ---- server: answers its clients' test until each says done.
   void serve() {
     std::string err;
-    if (oob_.listen_and_accept(o_.tcp_port, 120, &err) != 0) die(err);
-    json hello;
-    if (oob_.recv(&hello, &err) != 0) die(err);
-    o_.test = hello.value("test", o_.test);
-    o_.mode = hello.value("mode", o_.mode);
-    o_.check = hello.value("check", false);
-    o_.size = hello.value("size", o_.size);
-    o_.qps = hello.value("qps", o_.qps);
-    o_.tx_depth = hello.value("tx_depth", o_.tx_depth);
-    o_.mtu = hello.value("mtu", o_.mtu);
-    o_.recovery = hello.value("recovery", o_.recovery);
-    o_.rate_gbps = hello.value("rate_gbps", o_.rate_gbps);
-    o_.pace = hello.value("pace", o_.pace);
-    setup_resources();
-    if (oob_.send(local_info(), &err) != 0) die(err);
-    connect(hello.at("info"));
+    perf::OobListener listener;
+    if (listener.listen(o_.tcp_port, &err) != 0) die(err);
+    std::vector<std::unique_ptr<perf::Oob>> oobs;
+    for (uint32_t k = 0; k < o_.clients; ++k) {
+      oobs.push_back(std::make_unique<perf::Oob>());
+      perf::Oob& oob = *oobs.back();
+      if (listener.accept(&oob, 120, &err) != 0) die(err);
+      json hello;
+      if (oob.recv(&hello, &err) != 0) die(err);
+      if (k == 0) {
+        // The first client sets the test; the others must run the same one.
+        o_.test = hello.value("test", o_.test);
+        o_.mode = hello.value("mode", o_.mode);
+        o_.check = hello.value("check", false);
+        o_.size = hello.value("size", o_.size);
+        o_.qps = hello.value("qps", o_.qps);
+        o_.tx_depth = hello.value("tx_depth", o_.tx_depth);
+        o_.mtu = hello.value("mtu", o_.mtu);
+        o_.recovery = hello.value("recovery", o_.recovery);
+        o_.rate_gbps = hello.value("rate_gbps", o_.rate_gbps);
+        o_.pace = hello.value("pace", o_.pace);
+        if (o_.clients > 1 && o_.mode == "lat") die("--clients > 1 serves bandwidth tests only");
+        setup_resources();
+      } else if (hello.value("test", std::string()) != o_.test || hello.value("size", 0u) != o_.size ||
+                 hello.value("qps", 0u) != o_.qps || hello.value("mode", std::string()) != o_.mode) {
+        die("client " + std::to_string(k + 1) + " runs a different test, size or QP count than client 1");
+      }
+      if (oob.send(local_info(k), &err) != 0) die(err);
+      connect(hello.at("info"), k);
+    }
     if (o_.test != "read") std::memset(mem_, 0, mem_len_);  // READ serves the pattern
     const bool echo = o_.mode == "lat" && o_.test != "read";
     const bool receives = o_.test == "send" || echo;
@@ -318,12 +347,16 @@ class Perf {
         for (uint32_t k = 0; k < o_.tx_depth; ++k) post_recv(c, static_cast<uint32_t>(&c - conns_.data()));
       }
     }
-    if (oob_.send({{"ready", true}}, &err) != 0) die(err);
+    for (auto& oob : oobs) {
+      if (oob->send({{"ready", true}}, &err) != 0) die(err);
+    }
     uint64_t bad = 0;
-    json done;
+    std::vector<json> done(oobs.size());
+    size_t finished = 0;
     uint64_t spins = 0;
-    while (!g_stop) {
-      host_->poll_once(clock_.now_ns());
+    while (!g_stop && finished < oobs.size()) {
+      const uint64_t now = clock_.now_ns();
+      const uint32_t got = host_->poll_once(now);
       drain([&](const engine::WorkCompletion& wc) {
         if (wc.opcode != engine::WcOpcode::kRecv && wc.opcode != engine::WcOpcode::kRecvRdmaWithImm) return;
         Conn& c = conn_of(wc.qp_num);
@@ -335,19 +368,49 @@ class Perf {
         if (echo) post_send(c, i, o_.test == "send" ? WrOpcode::kSend : WrOpcode::kRdmaWriteWithImm);
       });
       if (++spins % 1024 == 0) {
-        const int rc = oob_.poll(&done, &err);
-        if (rc < 0) die(err);
-        if (rc > 0) break;
+        for (size_t k = 0; k < oobs.size(); ++k) {
+          if (!done[k].is_null()) continue;
+          json msg;
+          const int rc = oobs[k]->poll(&msg, &err);
+          if (rc < 0) die(err);
+          if (rc > 0) {
+            done[k] = msg;
+            ++finished;
+          }
+        }
       }
+      idle(now, got);
     }
-    // Data written by the client: every region holds the client's pattern.
+    // Data written by the clients: every region holds its client's pattern.
     if (o_.check && o_.test == "write") {
-      for (uint32_t i = 0; i < o_.qps; ++i) bad += intact(i) ? 0 : 1;
+      for (uint32_t i = 0; i < total_qps(); ++i) bad += intact(i) ? 0 : 1;
     }
     json stats = qp_stats();
     stats["check_failures"] = bad;
-    if (oob_.send({{"server", stats}}, &err) != 0) die(err);
-    report(done.value("client", json::object()), stats);
+    for (auto& oob : oobs) {
+      if (oob->send({{"server", stats}}, &err) != 0) die(err);
+    }
+    // The server's own line: the clients' messages and time, summed and maxed.
+    json sum = done.empty() || done[0].is_null() ? json::object() : done[0].value("client", json::object());
+    for (size_t k = 1; k < done.size(); ++k) {
+      if (done[k].is_null()) continue;
+      const json c = done[k].value("client", json::object());
+      sum["messages"] = sum.value("messages", 0.0) + c.value("messages", 0.0);
+      sum["data_packets"] = sum.value("data_packets", 0.0) + c.value("data_packets", 0.0);
+      sum["seconds"] = std::max(sum.value("seconds", 0.0), c.value("seconds", 0.0));
+    }
+    report(sum, stats);
+  }
+
+  // Between polls, with nothing received: sleep until the engine's next deadline
+  // (at most 200 us), so several processes can share one core. Off: spin.
+  void idle(uint64_t now, uint32_t received) {
+    if (!o_.idle_sleep || received > 0) return;
+    const uint64_t wake = host_->engine().next_wakeup_ns();
+    if (wake <= now + 2'000) return;
+    const uint64_t ns = std::min<uint64_t>(wake - now, 200'000);
+    timespec ts{0, static_cast<long>(ns)};
+    nanosleep(&ts, nullptr);
   }
 
   // ---- client: runs the test and reports.
@@ -415,7 +478,7 @@ class Perf {
         }
         if (total_posted >= limit) posting = false;
       }
-      host_->poll_once(now);
+      const uint32_t got = host_->poll_once(now);
       drain([&](const engine::WorkCompletion& wc) {
         Conn& c = conn_of(wc.qp_num);
         --c.outstanding;
@@ -435,9 +498,10 @@ class Perf {
         }
         next_sample += interval;
       }
-      bool idle = !posting;
-      for (const Conn& c : conns_) idle = idle && c.outstanding == 0;
-      if (idle) break;
+      bool finished = !posting;
+      for (const Conn& c : conns_) finished = finished && c.outstanding == 0;
+      if (finished) break;
+      idle(now, got);
       if (g_stop && now > end + 1'000'000'000) break;  // interrupted: stop waiting for stragglers
     }
     elapsed_s_ = static_cast<double>(clock_.now_ns() - start) / 1e9;
@@ -483,7 +547,7 @@ class Perf {
 
   json qp_stats() const {
     uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
-    uint64_t rnr = 0;
+    uint64_t rnr = 0, int_records = 0, ecn_ce = 0;
     for (const Conn& c : conns_) {
       const engine::QpCounters& q = *host_->engine().qp_counters(c.qpn);
       retx += q.retransmitted_packets;
@@ -494,12 +558,15 @@ class Perf {
       rx_packets += q.rx_packets;
       naks += q.nak_seq_received + q.nak_seq_sent;
       rnr += q.rnr_nak_received + q.rnr_nak_sent;
+      int_records += q.int_records_received;
+      ecn_ce += q.ecn_ce_received;
       rtt = std::max(rtt, q.last_rtt_ns);
     }
     const auto& ec = host_->engine().counters();
     return {{"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
             {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
-            {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped}, {"last_rtt_ns", rtt},
+            {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped},
+            {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
             {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"zero_copy_frames", host_->counters().tx_zero_copy}};
   }
 
@@ -612,6 +679,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"gbn", "sr"}));
   app.add_option("--rate", o.rate_gbps, "NIC line rate in Gb/s (what congestion control starts from)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--clients", o.clients, "server: serve this many clients at once (bandwidth tests)")
+      ->check(CLI::Range(1u, 64u));
+  app.add_flag("--idle-sleep", o.idle_sleep, "sleep while there is nothing to do (processes sharing a core)");
+  app.add_option("--base-rtt-us", o.base_rtt_us, "base RTT congestion control assumes, in microseconds")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pacing-slack-us", o.pacing_slack_us,
+                 "sending time a late poll may catch up, in microseconds (for processes that sleep)");
   app.add_flag("--pace", o.pace, "pace at --rate even when uncongested (virtual ports take frames at any speed)");
   app.add_flag("--check", o.check, "verify every byte received");
   app.add_flag("--zero-copy", o.zero_copy, "send payload from registered memory without copying");

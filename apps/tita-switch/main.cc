@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -190,7 +191,7 @@ class App {
         return -errno;
       }
       std::setvbuf(qlen_, nullptr, _IOFBF, 1 << 20);
-      std::fprintf(qlen_, "time_ns");
+      std::fprintf(qlen_, "time_ns,mono_ns");
       for (uint16_t p : cfg_.qlen_ports) std::fprintf(qlen_, ",%s", cfg_.port_names[p].c_str());
       std::fprintf(qlen_, "\n");
     }
@@ -253,7 +254,11 @@ class App {
       if (now >= next_qlen) {
         next_qlen += cfg_.qlen_interval_ns;
         if (next_qlen <= now) next_qlen = now + cfg_.qlen_interval_ns;
-        std::fprintf(qlen_, "%lu", static_cast<unsigned long>(now - start));
+        // mono_ns: CLOCK_MONOTONIC, the time base tita-perf's --series uses too.
+        timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        std::fprintf(qlen_, "%lu,%lu", static_cast<unsigned long>(now - start),
+                     static_cast<unsigned long>(ts.tv_sec) * 1'000'000'000ul + static_cast<unsigned long>(ts.tv_nsec));
         for (uint16_t p : cfg_.qlen_ports) std::fprintf(qlen_, ",%lu", static_cast<unsigned long>(sw_.qlen_bytes(p)));
         std::fputc('\n', qlen_);
       }

@@ -256,8 +256,8 @@ def case_ecn():
     check(26.5 <= span <= 2000, f"the shaped port took {span:.1f} ms for 1600 frames at 0.5 Gb/s (27.1 expected)")
     with open(csv) as f:
         rows = [line.strip().split(",") for line in f]
-    check(rows[0] == ["time_ns", "net_pcap0", "net_pcap1"], f"qlen csv header {rows[0]}")
-    qmax = max(int(r[2]) for r in rows[1:])
+    check(rows[0] == ["time_ns", "mono_ns", "net_pcap0", "net_pcap1"], f"qlen csv header {rows[0]}")
+    qmax = max(int(r[3]) for r in rows[1:])
     check(len(rows) > 100 and qmax > 200000, f"qlen csv samples the queue ({len(rows)} rows, max {qmax})")
 
     # Below Kmin: 15 frames (15.9 KB) can never make the queue exceed Kmin (20 KB).

@@ -58,7 +58,9 @@ void pace(Qp& qp, uint64_t now_ns, const EngineConfig& cfg, uint32_t frame_bytes
     return;
   }
   const uint64_t bits = uint64_t{frame_bytes + kEthernetOverheadBytes} * 8;
-  qp.next_send_ps = std::max(qp.next_send_ps, now_ps) + bits * 1'000'000'000'000ull / rate;
+  const uint64_t slack_ps = cfg.pacing_slack_ns * kPicosPerNs;
+  const uint64_t floor_ps = now_ps > slack_ps ? now_ps - slack_ps : 0;
+  qp.next_send_ps = std::max(qp.next_send_ps, floor_ps) + bits * 1'000'000'000'000ull / rate;
 }
 
 uint32_t packets_for(uint32_t length, uint8_t mtu_shift) {

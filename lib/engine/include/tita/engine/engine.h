@@ -39,6 +39,10 @@ struct EngineConfig {
   // accept frames faster than any wire would carry them (vdevs, AF_XDP, tap).
   // Off, a QP at line rate skips pacing and the NIC serializes.
   bool pace_line_rate = false;
+  // Sending time a QP may catch up when the host polls late (a process that
+  // sleeps between polls): the pacer's clock trails now by at most this much.
+  // 0: a late packet restarts the pacing clock (no bursts).
+  uint64_t pacing_slack_ns = 0;
   uint64_t base_rtt_ns = 10'000;             // congestion control's starting estimate
   bool compute_icrc = true;                  // off: ICRC sent as 0 (simulation speed)
   bool verify_icrc = true;                   // off: received ICRCs not checked
