@@ -122,6 +122,112 @@ TEST_P(DpdkRing, EveryVerbIntact) {
   }
 }
 
+// Two engines per side, on two queues of one port pair, as two lcores would run
+// them. QP pairs cross engines (A0 <-> B1, A1 <-> B0), and each sender's frames
+// land on the receiver's queue of the same number, so every data frame reaches
+// the wrong engine first and must be handed to its owner through the inbox.
+TEST(DpdkSteering, FramesReachTheEngineThatOwnsTheirQp) {
+  static int n = 0;
+  const std::string id = "st" + std::to_string(n++);
+  rte_ring* ab[2];
+  rte_ring* ba[2];
+  for (int q = 0; q < 2; ++q) {
+    ab[q] = rte_ring_create((id + "_ab" + std::to_string(q)).c_str(), 4096, static_cast<int>(rte_socket_id()),
+                            RING_F_SP_ENQ | RING_F_SC_DEQ);
+    ba[q] = rte_ring_create((id + "_ba" + std::to_string(q)).c_str(), 4096, static_cast<int>(rte_socket_id()),
+                            RING_F_SP_ENQ | RING_F_SC_DEQ);
+  }
+  const int pa = rte_eth_from_rings((id + "_a").c_str(), ba, 2, ab, 2, rte_socket_id());
+  const int pb = rte_eth_from_rings((id + "_b").c_str(), ab, 2, ba, 2, rte_socket_id());
+  ASSERT_GE(pa, 0);
+  ASSERT_GE(pb, 0);
+  dpdk::Port port[2];
+  std::string err;
+  dpdk::PortConfig pc;
+  pc.rx_queues = pc.tx_queues = 2;
+  pc.mbufs = 8191;
+  ASSERT_EQ(port[0].open(std::to_string(pa), pc, &err), 0) << err;
+  ASSERT_EQ(port[1].open(std::to_string(pb), pc, &err), 0) << err;
+
+  // host[side][engine]
+  std::unique_ptr<dpdk::EngineHost> host[2][2];
+  dpdk::Steering steer[2][2];
+  for (int side = 0; side < 2; ++side) {
+    const auto inboxes = dpdk::Steering::make_inboxes(id + "_" + std::to_string(side), 2);
+    ASSERT_EQ(inboxes.size(), 2u);
+    for (uint16_t k = 0; k < 2; ++k) {
+      steer[side][k].self = k;
+      steer[side][k].inbox = inboxes;
+      EngineConfig cfg;
+      cfg.gid = wire::Gid::from_ipv4(0x0a000001 + side);
+      host[side][k] = std::make_unique<dpdk::EngineHost>(
+          port[side], k, cfg, dpdk::HostOptions{.zero_copy = false, .steering = &steer[side][k]});
+    }
+  }
+  uint64_t bytes;
+  const auto msgs = verb_workload(1024, 150, 9, &bytes, 20000);
+  dpdk::TscClock clock;
+  auto step = [&] {
+    for (auto& side : host) {
+      for (auto& h : side) h->poll_once(clock.now_ns());
+    }
+    return true;
+  };
+  auto settle = [&] {
+    for (int i = 0; i < 20000; ++i) step();
+  };
+  for (int pair = 0; pair < 2; ++pair) {
+    // A's engine `pair` talks to B's engine 1 - pair.
+    Endpoint ep[2];
+    std::vector<uint8_t> mem[2];
+    dpdk::EngineHost* h[2] = {host[0][pair].get(), host[1][1 - pair].get()};
+    for (int i = 0; i < 2; ++i) {
+      Engine& e = h[i]->engine();
+      mem[i].resize(bytes);
+      const uint32_t pd = e.alloc_pd();
+      ep[i].eng = &e;
+      ep[i].buf = mem[i].data();
+      ep[i].len = mem[i].size();
+      ASSERT_EQ(e.reg_mr(pd, ep[i].buf, ep[i].len, kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead,
+                         &ep[i].mr),
+                0);
+      ASSERT_EQ(e.create_cq(4096, &ep[i].cq), 0);
+      ASSERT_EQ(e.create_qp(pd, {.send_cq = ep[i].cq, .recv_cq = ep[i].cq, .max_send_wr = 256, .max_recv_wr = 256},
+                            &ep[i].qp),
+                0);
+    }
+    // Each engine's QPNs come from its own range.
+    EXPECT_EQ(ep[1].qp >> 16, static_cast<uint32_t>(1 - pair));
+    for (int i = 0; i < 2; ++i) {
+      const int peer = 1 - i;
+      QpAttr a;
+      a.qp_state = QpState::kInit;
+      a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
+      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpAccessFlags, &err), 0) << err;
+      a.qp_state = QpState::kRtr;
+      a.dest_qp_num = ep[peer].qp;
+      a.ah_attr.dgid = ep[peer].eng->config().gid;
+      std::memcpy(a.ah_attr.dmac, port[peer].mac(), 6);
+      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, &err), 0);
+      a.qp_state = QpState::kRts;
+      a.timeout = 10;
+      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpSqPsn | kQpTimeout, &err), 0);
+      // net_ring has no rte_flow: the rule is refused and the inbox carries the frames.
+      EXPECT_NE(h[i]->steer_qp(ep[i].qp, ep[peer].qp, &err), 0);
+    }
+    EXPECT_TRUE(run_verb_workload(ep[0], ep[1], msgs, step, settle)) << "pair " << pair;
+  }
+  for (int side = 0; side < 2; ++side) {
+    for (int k = 0; k < 2; ++k) {
+      const dpdk::HostCounters& c = host[side][k]->counters();
+      EXPECT_GT(c.rx_handed_off, 0u) << "side " << side << " engine " << k;
+      EXPECT_GT(c.rx_from_inbox, 0u) << "side " << side << " engine " << k;
+      EXPECT_EQ(c.rx_inbox_full, 0u);
+      EXPECT_EQ(host[side][k]->engine().counters().rx_unknown_qp, 0u);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dpdk, DpdkRing, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& i) { return i.param ? "ZeroCopy" : "Copy"; });
 

@@ -88,5 +88,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t len = telemetry_push(room.data(), n, n + 40, 1, 2, 3, 4);
   require(len == n || len == n + sizeof(TelemetryHop));
   (void)datagram_end(frame.data(), n);
+  (void)peek_dest_qp(frame.data(), n);
   return 0;
 }

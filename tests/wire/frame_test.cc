@@ -149,6 +149,22 @@ TEST(Frame, SegmentedPayloadGivesTheSameFrameAsContiguous) {
   EXPECT_EQ(gathered, contiguous);
 }
 
+TEST(Frame, PeekDestQpFindsTheBthCheaply) {
+  for (bool ipv6 : {false, true}) {
+    for (bool vlan : {false, true}) {
+      FrameFields f = fields(Opcode::kSendOnly, ipv6);
+      f.vlan = vlan;
+      const auto frame = build(f, payload_bytes(10));
+      EXPECT_EQ(peek_dest_qp(frame.data(), static_cast<uint32_t>(frame.size())), 0xabcdef);
+      // Not enough bytes for the BTH, or not RoCEv2: -1.
+      EXPECT_EQ(peek_dest_qp(frame.data(), 14 + (vlan ? 4 : 0) + (ipv6 ? 40 : 20) + 8 + 4), -1);
+      auto other = frame;
+      other[14 + (vlan ? 4 : 0) + (ipv6 ? 40 : 20) + 3] ^= 1;  // UDP destination port
+      EXPECT_EQ(peek_dest_qp(other.data(), static_cast<uint32_t>(other.size())), -1);
+    }
+  }
+}
+
 TEST(Frame, BuildRefusesSmallBuffers) {
   const auto payload = payload_bytes(100);
   const Segment seg{payload.data(), 100};

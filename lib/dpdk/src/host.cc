@@ -5,6 +5,9 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_memory.h>
+#include <rte_ring.h>
+
+#include "tita/wire/frame.h"
 
 #include <unistd.h>
 
@@ -30,6 +33,11 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
     : port_(port), queue_(queue), options_(options), linear_(16384) {
   engine::EngineConfig cfg = config;
   if (options.port_mac) std::memcpy(cfg.mac, port.mac(), 6);
+  if (options.steering != nullptr) {
+    steering_ = *options.steering;
+    cfg.first_qpn = config.first_qpn + steering_.self * steering_.qpn_stride;
+    cfg.max_qps = std::min(cfg.max_qps, steering_.qpn_stride);
+  }
   engine_ = std::make_unique<engine::Engine>(cfg, this);
   pending_.reserve(4u * options_.burst);
   if (!port_.multi_segment_tx()) options_.zero_copy = false;
@@ -151,24 +159,74 @@ void EngineHost::flush() {
   pending_.erase(pending_.begin(), pending_.begin() + sent);
 }
 
+std::vector<rte_ring*> Steering::make_inboxes(const std::string& tag, uint16_t engines, unsigned size) {
+  std::vector<rte_ring*> rings;
+  for (uint16_t k = 0; k < engines; ++k) {
+    const std::string name = tag + "_inbox" + std::to_string(k);
+    rte_ring* r = rte_ring_create(name.c_str(), size, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
+    if (r == nullptr) return {};
+    rings.push_back(r);
+  }
+  return rings;
+}
+
+int EngineHost::steer_qp(uint32_t qpn, uint32_t peer_qpn, std::string* err) {
+  (void)qpn;
+  const int rc = port_.steer_udp_sport(engine::roce_udp_sport(peer_qpn, qpn), queue_, err);
+  if (rc == 0) ++counters_.flow_rules;
+  return rc;
+}
+
+// One frame to this engine (the mbuf is freed by the caller).
+void EngineHost::deliver(uint64_t now_ns, rte_mbuf* m) {
+  if (m->nb_segs == 1) {
+    engine_->receive(now_ns, rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+  } else {
+    // The parser wants one contiguous frame.
+    const uint32_t len = std::min<uint32_t>(m->pkt_len, static_cast<uint32_t>(linear_.size()));
+    const void* p = rte_pktmbuf_read(m, 0, len, linear_.data());
+    engine_->receive(now_ns, static_cast<const uint8_t*>(p), len);
+    ++counters_.rx_linearized;
+  }
+}
+
 uint32_t EngineHost::poll_once(uint64_t now_ns) {
   ++counters_.polls;
   rte_mbuf* rx[64];
   const uint16_t n = port_.rx(queue_, rx, std::min<uint16_t>(options_.burst, 64));
+  uint16_t mine = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx[i];
-    if (m->nb_segs == 1) {
-      engine_->receive(now_ns, rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
-    } else {
-      // The parser wants one contiguous frame.
-      const uint32_t len = std::min<uint32_t>(m->pkt_len, static_cast<uint32_t>(linear_.size()));
-      const void* p = rte_pktmbuf_read(m, 0, len, linear_.data());
-      engine_->receive(now_ns, static_cast<const uint8_t*>(p), len);
-      ++counters_.rx_linearized;
+    if (!steering_.inbox.empty()) {
+      // Another engine's QP: hand the frame over instead of parsing it here.
+      const int32_t qpn = wire::peek_dest_qp(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+      const uint32_t first = engine_->config().first_qpn - steering_.self * steering_.qpn_stride;
+      if (qpn >= static_cast<int32_t>(first)) {
+        const uint32_t owner = (static_cast<uint32_t>(qpn) - first) / steering_.qpn_stride;
+        if (owner != steering_.self && owner < steering_.inbox.size()) {
+          if (rte_ring_enqueue(steering_.inbox[owner], m) == 0) {
+            ++counters_.rx_handed_off;
+          } else {
+            rte_pktmbuf_free(m);
+            ++counters_.rx_inbox_full;
+          }
+          continue;
+        }
+      }
     }
+    deliver(now_ns, m);
+    rx[mine++] = m;
   }
-  if (n > 0) rte_pktmbuf_free_bulk(rx, n);
-  counters_.rx_frames += n;
+  if (mine > 0) rte_pktmbuf_free_bulk(rx, mine);
+  counters_.rx_frames += mine;
+  if (!steering_.inbox.empty()) {
+    const unsigned got = rte_ring_dequeue_burst(steering_.inbox[steering_.self], reinterpret_cast<void**>(rx), 64,
+                                                nullptr);
+    for (unsigned i = 0; i < got; ++i) deliver(now_ns, rx[i]);
+    if (got > 0) rte_pktmbuf_free_bulk(rx, got);
+    counters_.rx_from_inbox += got;
+    counters_.rx_frames += got;
+  }
   flush();  // room first, so the engine's step can use the whole burst
   engine_->poll(now_ns);
   flush();

@@ -6,6 +6,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
@@ -170,6 +171,34 @@ void Port::tx_all(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
 bool Port::link_up() const {
   rte_eth_link link{};
   return rte_eth_link_get_nowait(id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+int Port::steer_udp_sport(uint16_t udp_sport, uint16_t queue, std::string* err) {
+  rte_flow_attr attr{};
+  attr.ingress = 1;
+  rte_flow_item_udp spec{};
+  rte_flow_item_udp mask{};
+  spec.hdr.src_port = rte_cpu_to_be_16(udp_sport);
+  spec.hdr.dst_port = rte_cpu_to_be_16(4791);
+  mask.hdr.src_port = 0xffff;
+  mask.hdr.dst_port = 0xffff;
+  const rte_flow_item pattern[] = {
+      {RTE_FLOW_ITEM_TYPE_ETH, nullptr, nullptr, nullptr},
+      {RTE_FLOW_ITEM_TYPE_IPV4, nullptr, nullptr, nullptr},
+      {RTE_FLOW_ITEM_TYPE_UDP, &spec, nullptr, &mask},
+      {RTE_FLOW_ITEM_TYPE_END, nullptr, nullptr, nullptr},
+  };
+  rte_flow_action_queue to_queue{queue};
+  const rte_flow_action actions[] = {
+      {RTE_FLOW_ACTION_TYPE_QUEUE, &to_queue},
+      {RTE_FLOW_ACTION_TYPE_END, nullptr},
+  };
+  rte_flow_error error{};
+  if (rte_flow_create(id_, &attr, pattern, actions, &error) == nullptr) {
+    *err = name_ + ": rte_flow: " + (error.message ? error.message : "not supported");
+    return -ENOTSUP;
+  }
+  return 0;
 }
 
 PortStats Port::stats() const {

@@ -190,16 +190,6 @@ namespace {
 
 bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && std::has_single_bit(mtu); }
 
-// The UDP source port Linux derives for a QP (ib_verbs.h: rdma_calc_flow_label,
-// rdma_flow_label_to_udp_sport), so ECMP spreads tita and kernel QPs alike.
-uint16_t default_udp_sport(uint32_t lqpn, uint32_t rqpn) {
-  const uint64_t v = uint64_t{lqpn} * rqpn;
-  const uint32_t fl = static_cast<uint32_t>((v ^ (v >> 20) ^ (v >> 40)) & 0xfffff);
-  uint32_t low = fl & 0x3fff;
-  low ^= (fl & 0xfc000) >> 14;
-  return static_cast<uint16_t>(low | 0xc000);
-}
-
 }  // namespace
 
 int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::string* err) {
@@ -282,7 +272,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpRecovery) q.recovery = a.recovery;
 
   if (to == QpState::kRtr && from != QpState::kRtr) {
-    qp->udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : default_udp_sport(qp->qpn, q.dest_qp_num);
+    qp->udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp->qpn, q.dest_qp_num);
     qp->hdr.init(m.path_fields(*qp));
     qp->reads.assign(q.max_dest_rd_atomic, ReadJob{});
     qp->flow.init(*qp->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, qp->mtu()}, m.now_ns);

@@ -206,6 +206,23 @@ ParseError parse(const uint8_t* frame, uint32_t len, Packet* p, ParseOptions opt
   return ParseError::kOk;
 }
 
+int32_t peek_dest_qp(const uint8_t* frame, uint32_t len) {
+  Packet p;
+  uint16_t ethertype;
+  if (parse_l2(frame, len, &p, &ethertype) != ParseError::kOk) return -1;
+  uint32_t l4;
+  if (ethertype == kEtherTypeIpv4) {
+    if (len < p.l3_offset + sizeof(Ipv4Hdr) || frame[p.l3_offset + 9] != kIpProtoUdp) return -1;
+    l4 = p.l3_offset + reinterpret_cast<const Ipv4Hdr*>(frame + p.l3_offset)->header_bytes();
+  } else {
+    if (len < p.l3_offset + sizeof(Ipv6Hdr) || frame[p.l3_offset + 6] != kIpProtoUdp) return -1;
+    l4 = p.l3_offset + sizeof(Ipv6Hdr);
+  }
+  if (len < l4 + sizeof(UdpHdr) + sizeof(Bth)) return -1;
+  if (reinterpret_cast<const UdpHdr*>(frame + l4)->dst_port.get() != kRoceUdpPort) return -1;
+  return static_cast<int32_t>(reinterpret_cast<const Bth*>(frame + l4 + sizeof(UdpHdr))->dest_qp.get());
+}
+
 uint32_t datagram_end(const uint8_t* frame, uint32_t len) {
   Packet p;
   uint16_t ethertype;

@@ -23,14 +23,30 @@
 #include "tita/engine/engine.h"
 
 struct rte_mbuf_ext_shared_info;
+struct rte_ring;
 
 namespace tita::dpdk {
+
+// Several engines on one port, one per lcore, each on its own queue pair with its
+// own range of QP numbers: engine k owns [first_qpn + k*qpn_stride, + qpn_stride).
+// A frame that arrives on another engine's queue (RSS does not know QPs) is
+// handed to its owner through the owner's inbox ring; rules that steer by the
+// peer's UDP source port (steer_qp) make that rare where the port has rte_flow.
+struct Steering {
+  uint16_t self = 0;
+  uint32_t qpn_stride = 1u << 16;
+  std::vector<rte_ring*> inbox;  // one per engine: multi-producer, single-consumer
+
+  // Rings for `engines` engines; names are prefixed with `tag`. Empty on failure.
+  static std::vector<rte_ring*> make_inboxes(const std::string& tag, uint16_t engines, unsigned size = 4096);
+};
 
 struct HostOptions {
   bool zero_copy = true;     // external-buffer payload where possible
   uint16_t burst = 32;       // frames per rx/tx burst
   bool port_mac = true;      // source MAC from the port; false: the engine config's
                              // (for ports whose kernel twin owns the port MAC, like net_tap on a bridge)
+  const Steering* steering = nullptr;  // one of several engines on this port (copied)
 };
 
 struct HostCounters {
@@ -40,6 +56,10 @@ struct HostCounters {
   uint64_t tx_zero_copy = 0;    // frames whose payload went out as external buffers
   uint64_t tx_copied = 0;
   uint64_t tx_no_mbuf = 0;      // frames dropped: mempool empty
+  uint64_t rx_handed_off = 0;   // frames for another engine's QP, passed to its inbox
+  uint64_t rx_from_inbox = 0;   // frames other engines passed to this one
+  uint64_t rx_inbox_full = 0;   // frames dropped: the owner's inbox was full
+  uint64_t flow_rules = 0;      // rte_flow rules steering a peer's UDP port to this queue
   uint64_t polls = 0;
 };
 
@@ -58,6 +78,12 @@ class EngineHost final : public engine::PacketIo {
   // memory you also register with the engine. 0 or -errno with a message.
   int register_memory(void* addr, size_t len, std::string* err);
 
+  // Asks the port to deliver frames from the peer of our QP `qpn` (peer QP
+  // `peer_qpn`, sending from the UDP port Linux's derivation gives them) to this
+  // engine's queue. 0, or -errno when the port has no such rte_flow support
+  // (frames then reach us through the inboxes).
+  int steer_qp(uint32_t qpn, uint32_t peer_qpn, std::string* err);
+
   // One step: receive a burst and hand it to the engine, run the engine's timers
   // and pacing, and send what it produced. Returns frames received.
   uint32_t poll_once(uint64_t now_ns);
@@ -74,6 +100,7 @@ class EngineHost final : public engine::PacketIo {
   };
   const Region* region_of(const void* p, size_t len) const;
   void flush();
+  void deliver(uint64_t now_ns, rte_mbuf* m);
 
   Port& port_;
   uint16_t queue_;
@@ -82,6 +109,7 @@ class EngineHost final : public engine::PacketIo {
   std::vector<rte_mbuf*> pending_;  // frames built, not yet handed to the port
   std::vector<Region> regions_;
   std::vector<uint8_t> linear_;     // scratch for multi-segment receives
+  Steering steering_;               // inbox empty: the only engine on its queue
   HostCounters counters_;
 };
 

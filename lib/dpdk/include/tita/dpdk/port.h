@@ -81,6 +81,9 @@ class Port {
   // Transmits all n, retrying briefly; frees and counts what the port refuses.
   void tx_all(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   bool link_up() const;
+  // An rte_flow rule: IPv4/UDP frames from source port `udp_sport` to port 4791 go
+  // to receive queue `queue`. 0, or -errno (many vdevs have no rte_flow).
+  int steer_udp_sport(uint16_t udp_sport, uint16_t queue, std::string* err);
   PortStats stats() const;
 
  private:

@@ -167,4 +167,15 @@ struct QpInitAttr {
 
 inline constexpr uint32_t kMaxSge = 4;
 
+// The UDP source port a QP uses towards its peer unless its AV sets one: Linux's
+// derivation (ib_verbs.h rdma_calc_flow_label folded by rdma_flow_label_to_udp_sport
+// into 0xC000-0xFFFF), so ECMP spreads tita and kernel QPs alike. A receiver can
+// compute the port its peer sends from, to steer by it.
+constexpr uint16_t roce_udp_sport(uint32_t local_qpn, uint32_t remote_qpn) {
+  const uint64_t v = uint64_t{local_qpn} * remote_qpn;
+  const uint32_t fl = static_cast<uint32_t>((v ^ (v >> 20) ^ (v >> 40)) & 0xfffff);
+  const uint32_t low = (fl & 0x3fff) ^ ((fl & 0xfc000) >> 14);
+  return static_cast<uint16_t>(low | 0xc000);
+}
+
 }  // namespace tita::engine

@@ -209,6 +209,10 @@ uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len = sizeof(Ipv4Hdr));
 uint32_t telemetry_push(uint8_t* frame, uint32_t len, uint32_t cap, uint32_t rate_mbps, uint32_t ts_ns,
                         uint32_t tx_bytes, uint32_t qlen_bytes);
 
+// The BTH destination QP of a RoCEv2 frame (UDP port 4791), or -1 when the frame
+// is not one; a cheap look for steering, no validation beyond bounds.
+int32_t peek_dest_qp(const uint8_t* frame, uint32_t len);
+
 // Offset of the first byte after the IP datagram, or 0 if the frame is not an
 // IPv4/IPv6 frame that fits in len (a cheap walk, no validation beyond bounds).
 uint32_t datagram_end(const uint8_t* frame, uint32_t len);
