@@ -3,6 +3,7 @@
 
 Usage: perf_pair.py TITA_PERF TITA_WIRE TRANSPORT WORKDIR
   TRANSPORT: vhost   net_vhost / net_virtio_user, --no-huge
+             vhost-huge  the same on 2 MiB hugepages (--in-memory; root)
              memif   net_memif server / client, --no-huge
              afxdp   net_af_xdp on a veth pair between two network namespaces (root)
              tap     net_tap ports joined by a Linux bridge; tshark captures the
@@ -138,6 +139,28 @@ def vhost(perf, work):
         raise AssertionError(f"telemetry QP: {qp}")
     if not eng.get("rx_frames") or eng.get("rx_dropped") != 0:
         raise AssertionError(f"telemetry engine: {eng}")
+
+
+def vhost_huge(perf, work):
+    """The same over hugepages (--in-memory): reserves 2 MiB pages itself."""
+    need_root("the hugepage test")
+    path = "/proc/sys/vm/nr_hugepages"
+    have = int(open(path).read())
+    if have < 512:
+        with open(path, "w") as f:
+            f.write("512")
+    free = int([l.split()[1] for l in open("/proc/meminfo") if l.startswith("HugePages_Free")][0])
+    if free < 256:
+        skip(f"only {free} free 2 MiB hugepages")
+    sock = os.path.join(work, "vhost-huge.sock")
+    if os.path.exists(sock):
+        os.unlink(sock)
+    huge = ["--in-memory", "--single-file-segments", "-m", "256"]
+    pair = Pair(perf, huge + [f"--vdev=net_vhost0,iface={sock},queues=1"],
+                huge + [f"--vdev=net_virtio_user0,path={sock},queues=1"], "net_vhost0", "net_virtio_user0")
+    for test in ("write", "send", "read"):
+        r = pair.test(["--test", test, "--size", "65536", "--duration", "0.5", "--check"], 18660 + len(test))
+        print(f"hugepages {test}: {r['messages']:.0f} messages, {r['gbps']:.2f} Gb/s, check {r['check']}")
 
 
 def memif(perf, work):
@@ -276,6 +299,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     if transport == "vhost":
         vhost(perf, work)
+    elif transport == "vhost-huge":
+        vhost_huge(perf, work)
     elif transport == "memif":
         memif(perf, work)
     elif transport == "afxdp":
