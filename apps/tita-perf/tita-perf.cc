@@ -13,6 +13,7 @@
 #include <rte_eth_ring.h>
 #include <rte_lcore.h>
 #include <rte_ring.h>
+#include <unistd.h>
 
 #include <ctime>
 #include <algorithm>
@@ -78,6 +79,7 @@ struct Options {
   uint8_t timeout = 14;
   uint8_t dscp = 26;
   uint32_t ack_req_every = 1;
+  std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
 };
 
 uint64_t mono_ns() {
@@ -177,6 +179,9 @@ class Perf {
     cfg.pace_line_rate = o_.pace;
     cfg.base_rtt_ns = static_cast<uint64_t>(o_.base_rtt_us * 1e3);
     cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
+    cfg.path.field = o_.dodge == "udp_sport" ? wire::DodgeField::kUdpSport
+                     : o_.dodge == "dscp"    ? wire::DodgeField::kDscp
+                                             : wire::DodgeField::kNone;
     if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
     host_ = std::make_unique<dpdk::EngineHost>(
         port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});
@@ -390,6 +395,11 @@ class Perf {
     for (auto& oob : oobs) {
       if (oob->send({{"server", stats}}, &err) != 0) die(err);
     }
+    // Ordered teardown: each client closes its port first and then says bye, so
+    // the two ends of a point-to-point port (memif, vhost-user) never tear the
+    // link down at the same time from both sides. (DPDK 22.11's memif handles
+    // the peer's disconnect on the interrupt thread, racing a local close.)
+    wait_for_byes(oobs);
     // The server's own line: the clients' messages and time, summed and maxed.
     json sum = done.empty() || done[0].is_null() ? json::object() : done[0].value("client", json::object());
     for (size_t k = 1; k < done.size(); ++k) {
@@ -400,6 +410,22 @@ class Perf {
       sum["seconds"] = std::max(sum.value("seconds", 0.0), c.value("seconds", 0.0));
     }
     report(sum, stats);
+  }
+
+  // Waits up to 10 s for every client's bye (or its connection closing).
+  void wait_for_byes(std::vector<std::unique_ptr<perf::Oob>>& oobs) {
+    std::vector<bool> gone(oobs.size(), false);
+    size_t left = oobs.size();
+    std::string err;
+    for (int ms = 0; left > 0 && ms < 10'000 && !g_stop; ++ms) {
+      for (size_t k = 0; k < oobs.size(); ++k) {
+        json msg;
+        if (gone[k] || oobs[k]->poll(&msg, &err) == 0) continue;
+        gone[k] = true;  // bye, or closed
+        --left;
+      }
+      if (left > 0) usleep(1000);
+    }
   }
 
   // Between polls, with nothing received: sleep until the engine's next deadline
@@ -447,6 +473,10 @@ class Perf {
     json server;
     if (oob_.recv(&server, &err) != 0) die(err);
     report(mine, server.value("server", json::object()));
+    // This end closes its port first, then lets the server close its own.
+    host_.reset();
+    port_.close();
+    oob_.send({{"bye", true}}, &err);
   }
 
   void bandwidth() {
@@ -547,7 +577,7 @@ class Perf {
 
   json qp_stats() const {
     uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
-    uint64_t rnr = 0, int_records = 0, ecn_ce = 0;
+    uint64_t rnr = 0, int_records = 0, ecn_ce = 0, path_changes = 0, path_follows = 0;
     for (const Conn& c : conns_) {
       const engine::QpCounters& q = *host_->engine().qp_counters(c.qpn);
       retx += q.retransmitted_packets;
@@ -561,13 +591,16 @@ class Perf {
       int_records += q.int_records_received;
       ecn_ce += q.ecn_ce_received;
       rtt = std::max(rtt, q.last_rtt_ns);
+      path_changes += q.path_changes;
+      path_follows += q.path_follows;
     }
     const auto& ec = host_->engine().counters();
     return {{"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
             {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
             {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped},
             {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
-            {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"zero_copy_frames", host_->counters().tx_zero_copy}};
+            {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"zero_copy_frames", host_->counters().tx_zero_copy},
+            {"path_changes", path_changes}, {"path_follows", path_follows}};
   }
 
   void report(const json& client, const json& server) {
@@ -695,6 +728,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout, "local ACK timeout code (4.096 us * 2^code)")->check(CLI::Range(0, 31));
   app.add_option("--dscp", o.dscp, "DSCP of data packets")->check(CLI::Range(0, 63));
   app.add_option("--ack-every", o.ack_req_every, "ask for an ACK every N packets")->check(CLI::Range(1u, 1024u));
+  app.add_option("--dodge", o.dodge, "Hash Dodging: none, udp_sport or dscp (the field a QP changes to leave a failed path)")
+      ->check(CLI::IsMember({"none", "udp_sport", "dscp"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -248,6 +248,8 @@ class App {
         for (uint16_t i = 0; i < n; ++i) pmd_[i] = ports_[i]->stats();
         if (shared_.mu.try_lock()) {
           tsw::fill_snapshot(sw_, cfg_.port_names, pmd_, dpdk_ids_, now, start, app_, &shared_.snap);
+          for (const auto& [port, fault] : shared_.faults) sw_.set_fault(port, fault);
+          shared_.faults.clear();
           shared_.mu.unlock();
         }
       }

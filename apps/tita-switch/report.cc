@@ -3,6 +3,7 @@
 #include <rte_telemetry.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <cstdio>
 
 namespace tita::tsw {
@@ -225,6 +226,36 @@ int tel_qlen(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// "PORT,drop_all" | "PORT,drop=P" | "PORT,clear": the port's fault from now on
+// (a link that starts black-holing what is routed to it, or losing a fraction).
+int tel_fault(const char*, const char* params, rte_tel_data* d) {
+  const std::string_view p(params == nullptr ? "" : params);
+  const size_t comma = p.find(',');
+  if (comma == std::string_view::npos) return -EINVAL;
+  const std::string port(p.substr(0, comma));
+  const std::string_view what = p.substr(comma + 1);
+  fabric::FaultConfig f;
+  if (what == "drop_all") {
+    f.drop_all = true;
+  } else if (what.rfind("drop=", 0) == 0) {
+    const std::string v(what.substr(5));
+    char* end = nullptr;
+    f.drop_probability = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || !(f.drop_probability >= 0 && f.drop_probability <= 1)) return -EINVAL;
+  } else if (what != "clear") {
+    return -EINVAL;
+  }
+  std::lock_guard<std::mutex> lock(g_shared->mu);
+  const int i = find_port(g_shared->snap, port.c_str());
+  if (i < 0) return -EINVAL;
+  g_shared->faults.emplace_back(static_cast<uint16_t>(i), f);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "port", g_shared->snap.ports[static_cast<size_t>(i)].name.c_str());
+  rte_tel_data_add_dict_u64(d, "drop_all", f.drop_all);
+  rte_tel_data_add_dict_string(d, "drop_probability", std::to_string(f.drop_probability).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int register_telemetry(SharedSnapshot* shared, std::string* err) {
@@ -240,6 +271,8 @@ int register_telemetry(SharedSnapshot* shared, std::string* err) {
       {"/tita_switch/queues", tel_queues, "Per-priority queue counters. Parameters: int port index or name"},
       {"/tita_switch/stats", tel_stats, "Switch totals and buffer use. Takes no parameters"},
       {"/tita_switch/qlen", tel_qlen, "Egress queue length of every port, bytes. Takes no parameters"},
+      {"/tita_switch/fault", tel_fault,
+       "Sets a port's fault. Parameters: port (index or name),drop_all | drop=P | clear"},
   };
   for (const Cmd& c : kCmds) {
     if (int rc = rte_telemetry_register_cmd(c.name, c.fn, c.help); rc != 0) {

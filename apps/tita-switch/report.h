@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tita/dpdk/port.h"
@@ -84,9 +85,13 @@ std::string to_text(const Snapshot& s);
 struct SharedSnapshot {
   std::mutex mu;
   Snapshot snap;
+  // Faults asked for with /tita_switch/fault, for the polling lcore to apply
+  // (at its next snapshot refresh, within 20 ms).
+  std::vector<std::pair<uint16_t, fabric::FaultConfig>> faults;
 };
 // Registers /tita_switch/ports, /tita_switch/port, /tita_switch/queues,
-// /tita_switch/stats and /tita_switch/qlen over `shared` (which must outlive EAL).
+// /tita_switch/stats, /tita_switch/qlen and /tita_switch/fault over `shared`
+// (which must outlive EAL).
 int register_telemetry(SharedSnapshot* shared, std::string* err);
 
 }  // namespace tita::tsw

@@ -69,7 +69,9 @@ TEST_P(DpdkRing, EveryVerbIntact) {
     host[i] = std::make_unique<dpdk::EngineHost>(port[i], 0, cfg, dpdk::HostOptions{.zero_copy = zero_copy});
     Engine& e = host[i]->engine();
     mem[i] = std::make_unique<AlignedBuffer>(bytes);
-    if (zero_copy) ASSERT_EQ(host[i]->register_memory(mem[i]->data, mem[i]->len, &err), 0) << err;
+    if (zero_copy) {
+      ASSERT_EQ(host[i]->register_memory(mem[i]->data, mem[i]->len, &err), 0) << err;
+    }
     const uint32_t pd = e.alloc_pd();
     ep[i].eng = &e;
     ep[i].buf = mem[i]->data;

@@ -273,6 +273,19 @@ TEST_F(Protocol, TimeoutRetransmitsThenFailsWithRetryExceeded) {
   EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 3u);
 }
 
+TEST_F(Protocol, TimeoutCoversALoneOnePacketMessage) {
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 10), 0);
+  EXPECT_EQ(sent().size(), 1u);
+  advance(65'000);
+  EXPECT_TRUE(sent().empty());
+  advance(1'000);
+  // Expect: the WRITE again at 65.536 us, though nothing was outstanding when it left.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].psn(), 100u);
+  EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 1u);
+}
+
 TEST_F(Protocol, RnrNakWaitsForTheTimerThenRetries) {
   ASSERT_EQ(post(WrOpcode::kSend, 0, 10), 0);
   sent();

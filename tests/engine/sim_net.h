@@ -26,6 +26,8 @@ struct LinkFaults {
   double reorder = 0;     // probability a frame is held back by reorder_ns
   uint64_t reorder_ns = 20'000;
   uint64_t jitter_ns = 0;  // uniform extra delay in [0, jitter_ns]
+  // Frames for which this returns true vanish (a path's black hole, counted as lost).
+  std::function<bool(const std::vector<uint8_t>&)> drop_if;
 };
 
 class SimNet {
@@ -191,7 +193,7 @@ class SimNet {
     ++stats_.frames;
     const LinkFaults& f = faults_[index(h.id, to)];
     std::uniform_real_distribution<double> u(0, 1);
-    if (f.loss > 0 && u(rng_) < f.loss) {
+    if ((f.loss > 0 && u(rng_) < f.loss) || (f.drop_if && f.drop_if(*frame))) {
       ++stats_.lost;
       return;
     }

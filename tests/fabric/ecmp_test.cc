@@ -90,9 +90,10 @@ TEST(Ecmp, DodgeBitsLeaveTheHash) {
   EXPECT_EQ(dodge_value(c, a, 26), 1u);  // 26 = 0b011010: bits 2..1 = 01
 }
 
-// For every flow, every group size and every pair of dodge values whose
-// difference is not a multiple of n, the choice differs; with a stride coprime
-// to n, dodge values 0..n-1 visit every next hop exactly once.
+// For every flow and group size, every step a sender takes (d -> d + 1, and the
+// wrap from the last value to 0) moves the flow; for every pair of dodge values
+// below the last whose difference is not a multiple of n, the choice differs;
+// with a stride coprime to n, dodge values 0..n-1 visit every next hop once.
 TEST(Ecmp, DodgeChangeAlwaysMovesTheFlow) {
   const auto flows = random_flows(2000, 11);
   for (DodgeField field : {DodgeField::kUdpSport, DodgeField::kDscp}) {
@@ -114,8 +115,12 @@ TEST(Ecmp, DodgeChangeAlwaysMovesTheFlow) {
             }
             choice.push_back(ecmp_select(c, k, dscp, n));
           }
-          for (uint32_t d1 = 0; d1 < choice.size(); ++d1) {
-            for (uint32_t d2 = d1 + 1; d2 < choice.size(); ++d2) {
+          const uint32_t values = c.dodge_mask + 1u;
+          for (uint32_t d = 0; d < values; ++d) {
+            ASSERT_NE(choice[d], choice[wire::dodge_next(c.dodge_mask, d)]) << "n=" << n << " step from " << d;
+          }
+          for (uint32_t d1 = 0; d1 + 1 < values; ++d1) {
+            for (uint32_t d2 = d1 + 1; d2 + 1 < values; ++d2) {
               if ((d2 - d1) * stride % n != 0) {
                 ASSERT_NE(choice[d1], choice[d2]) << "n=" << n;
               } else {

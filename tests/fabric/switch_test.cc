@@ -129,6 +129,32 @@ TEST(Switch, EcmpGroupFollowsEcmpSelectAndTheDodgeField) {
   }
 }
 
+TEST(Switch, ForwardPortIsWhereReceiveQueues) {
+  SwitchConfig c = four_ports();
+  c.ecmp.seed = 5;
+  c.ecmp.dodge_field = DodgeField::kUdpSport;
+  c.ecmp.dodge_mask = 0x000f;
+  Harness h;
+  ASSERT_EQ(h.init(c), 0);
+  four_routes(h);
+  for (uint32_t dst : {0x0a000207u, 0x0a000102u, 0x0a000005u, 0x0b000001u}) {
+    for (uint16_t sp = 0; sp < 64; ++sp) {
+      Spec s;
+      s.dst = wire::Gid::from_ipv4(dst);
+      s.sport = static_cast<uint16_t>(0xc000 + 37 * sp);
+      const std::vector<uint8_t> f = frame(s);
+      Classified k;
+      classify({f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size())}, {}, false, &k);
+      ASSERT_EQ(h.sw.forward_port(k.key, k.dscp), h.send(0, f, 0).out_port);
+    }
+  }
+  h.sw.set_port_up(3, false);
+  Classified k;
+  const std::vector<uint8_t> f = frame(Spec{.dst = wire::Gid::from_ipv4(0x0b000001)});
+  classify({f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size())}, {}, false, &k);
+  EXPECT_EQ(h.sw.forward_port(k.key, k.dscp), -1);  // the default route's only port is down
+}
+
 TEST(Switch, StrictPriorityRoundRobinAndPauseSkipping) {
   SwitchConfig c = four_ports();
   c.ports[2].strict_priority = false;

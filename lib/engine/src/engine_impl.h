@@ -83,6 +83,42 @@ struct Cq {
 // Where a multi-packet request message stands at the responder.
 enum class InMessage : uint8_t { kNone, kSend, kWrite };
 
+// Path control (Hash Dodging, path.cc): the dodge values in use and what the
+// detection rules have seen.
+struct PathState {
+  PathConfig cfg;
+  bool on = false;
+  uint16_t mask = 0;        // cfg.mask resolved
+  uint16_t dodge = 0;       // carried by this QP's requests
+  uint16_t resp_dodge = 0;  // carried by its responses (the peer's requests')
+  bool progressed = false;  // the responder acknowledged something once (the stall rule waits for it)
+  uint8_t stalls = 0;       // stall repaths since the last progress
+  uint8_t patience = 0;     // stall windows doubled this often: stall repaths proved spurious
+  bool stall_open = false;  // a stall repath whose verdict is out (spurious or not)
+  uint64_t stall_ns = 0;    // when it happened
+  uint32_t timeouts = 0;    // RTOs since the last progress
+  uint64_t progress_ns = 0;       // the responder's cumulative ACK last moved (or data left into an empty pipe)
+  uint64_t deadline_ns = kNever;  // next stall check
+  uint64_t congestion_ns = 0;     // last congestion signal; 0: none
+  bool congested = false;         // a congestion signal was ever seen (congestion_ns valid)
+  uint64_t srtt_ns = 0;
+  // Rounds: a round ends when the ACK covers what was out when it began (the
+  // first round: what was out at its first ACK).
+  bool round_open = false;
+  bool round_end_set = false;
+  bool round_congested = false;
+  uint32_t round_start = 0;      // snd_una when the round began
+  uint32_t round_end = 0;        // the round ends when snd_una passes this PSN
+  uint32_t round_lost = 0;       // packets a NAK, a SACK hole or a READ gap said were lost
+  uint32_t lossy_rounds = 0;
+  // Throughput window (kNever: not started, the QP was idle).
+  uint64_t win_start_ns = kNever;
+  uint64_t win_una_bytes = 0;
+  uint64_t win_sent_bytes = 0;
+  uint64_t win_rate_bps = 0;
+  bool win_congested = false;
+};
+
 struct Qp {
   // ---- identity and attributes
   uint32_t index = 0;
@@ -98,7 +134,8 @@ struct Qp {
   uint8_t mtu_shift = 10;
   uint16_t udp_sport = 0;
   QpAttr attr;
-  wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
+  wire::HeaderTemplate hdr;       // this QP's frames to its peer, made at RTR
+  wire::HeaderTemplate resp_hdr;  // its ACKs, NAKs and READ responses (follows the peer's dodge)
 
   // ---- requester
   std::vector<SendWqe> sq;  // ring, power-of-two size
@@ -159,6 +196,9 @@ struct Qp {
   const cc::Params* cc_params = nullptr;
   cc::Flow flow;
 
+  // ---- path control
+  PathState path;
+
   QpCounters counters;
 
   uint32_t sq_size() const { return static_cast<uint32_t>(sq.size()); }
@@ -214,6 +254,8 @@ struct Engine::Impl {
   std::vector<OooSlot> ooo;
   uint32_t ooo_free = kNil;
   uint64_t now_ns = 0;
+  PathHook path_hook = nullptr;
+  void* path_ctx = nullptr;
   // Transmit scratch: headers and tail of the frame being handed to the host.
   uint8_t tx_hdr[128];
   uint8_t tx_tail[8 + wire::kMaxTelemetryBytes];
@@ -228,7 +270,9 @@ struct Engine::Impl {
   void reconsider(Qp& qp);
   void make_ready(Qp& qp);
   void wake(Qp& qp);
-  wire::PathFields path_fields(const Qp& qp) const;
+  wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path.dodge); }
+  // The QP's path fields with `dodge` in its dodge field (path control on).
+  wire::PathFields path_fields(const Qp& qp, uint16_t dodge) const;
   // Hands one data frame to the host; returns its length (without the trailer).
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
                       uint32_t payload_len, bool phantom, bool collect);
@@ -261,6 +305,19 @@ struct Engine::Impl {
   // ---- completer.cc
   void complete_response(Qp& qp, const wire::Packet& pkt);
   void on_cnp(Qp& qp);
+
+  // ---- path.cc (only while qp.path.on)
+  void path_init(Qp& qp, const PathConfig& p);
+  void path_at_rtr(Qp& qp);
+  void path_on_send(Qp& qp, uint32_t payload_len);
+  void path_on_progress(Qp& qp);
+  void path_on_una(Qp& qp);  // snd_una moved: rounds and the throughput window
+  void path_on_congestion(Qp& qp);
+  void path_on_rtt(Qp& qp, uint64_t rtt_ns);
+  void path_on_timeout(Qp& qp);
+  void path_check(Qp& qp);   // the stall deadline passed
+  void path_follow(Qp& qp, const wire::Packet& request);
+  void repath(Qp& qp, RepathReason why);
 };
 
 inline WcOpcode wc_opcode(WrOpcode op) {

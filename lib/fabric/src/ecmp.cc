@@ -38,12 +38,10 @@ uint32_t flow_hash(const FlowKey& k, uint32_t seed, uint16_t sport_mask) {
 }
 
 uint32_t dodge_value(const EcmpConfig& cfg, const FlowKey& key, uint8_t dscp) {
-  if (cfg.dodge_mask == 0) return 0;
-  const int shift = __builtin_ctz(cfg.dodge_mask);
   switch (cfg.dodge_field) {
     case DodgeField::kNone: return 0;
-    case DodgeField::kDscp: return static_cast<uint32_t>((dscp & cfg.dodge_mask) >> shift);
-    case DodgeField::kUdpSport: return static_cast<uint32_t>((key.sport & cfg.dodge_mask) >> shift);
+    case DodgeField::kDscp: return wire::dodge_get(cfg.dodge_mask, dscp);
+    case DodgeField::kUdpSport: return wire::dodge_get(cfg.dodge_mask, key.sport);
   }
   return 0;
 }
@@ -54,7 +52,11 @@ uint32_t ecmp_select(const EcmpConfig& cfg, const FlowKey& key, uint8_t dscp, ui
       cfg.dodge_field == DodgeField::kUdpSport ? static_cast<uint16_t>(~cfg.dodge_mask) : uint16_t{0xffff};
   // Multiply-shift maps the hash onto [0, n) without a division.
   const uint32_t base = static_cast<uint32_t>((uint64_t{flow_hash(key, cfg.seed, sport_mask)} * n) >> 32);
-  const uint64_t offset = uint64_t{dodge_value(cfg, key, dscp) % n} * (cfg.dodge_stride % n);
+  const uint32_t dodge = dodge_value(cfg, key, dscp);
+  const uint32_t stride = cfg.dodge_stride % n;
+  uint64_t offset = uint64_t{dodge % n} * stride % n;
+  // The sender's wrap from the last value to 0 must move the flow too.
+  if (offset == 0 && dodge != 0 && dodge + 1 == wire::dodge_values(cfg.dodge_mask)) offset = stride;
   return static_cast<uint32_t>((base + offset) % n);
 }
 

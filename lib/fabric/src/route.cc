@@ -10,12 +10,23 @@ namespace tita::fabric {
 
 namespace {
 
-uint64_t gid_hash(const uint8_t g[16]) {
-  uint64_t a, b;
-  std::memcpy(&a, g, 8);
-  std::memcpy(&b, g + 8, 8);
-  return mix64(a ^ mix64(b));
+uint64_t key_hash(const uint64_t k[2]) { return mix64(k[0] ^ mix64(k[1])); }
+
+// ::ffff:a.b.c.d: the IPv4 address (as loaded from its 4 bytes), else false.
+bool ipv4_mapped(const uint8_t g[16], uint32_t* addr) {
+  uint64_t hi;
+  uint32_t mid;
+  std::memcpy(&hi, g, 8);
+  std::memcpy(&mid, g + 8, 4);
+  static constexpr uint8_t kMid[4] = {0, 0, 0xff, 0xff};
+  uint32_t want;
+  std::memcpy(&want, kMid, 4);
+  if (hi != 0 || mid != want) return false;
+  std::memcpy(addr, g + 12, 4);
+  return true;
 }
+
+uint32_t hash4(uint32_t addr) { return addr * 0x9e3779b1u; }
 
 bool prefix_match(const uint8_t* prefix, int len, const uint8_t* addr) {
   const int bytes = len / 8;
@@ -36,10 +47,74 @@ void RouteTable::init(uint16_t ports) {
 
 void RouteTable::clear() {
   groups_.clear();
-  routes_.clear();
-  prefix_order_.clear();
+  active_of_.clear();
+  active_.clear();
+  group_ids_.clear();
+  prefixes_.clear();
   exact_.clear();
   exact_mask_ = 0;
+  v4_.clear();
+  v4_shift_ = 32;
+  hosts_ = 0;
+  hosts4_ = 0;
+}
+
+uint32_t RouteTable::group_of(std::span<const uint16_t> ports) {
+  std::vector<uint16_t> members(ports.begin(), ports.end());
+  auto [it, fresh] = group_ids_.try_emplace(members, static_cast<uint32_t>(groups_.size()));
+  if (fresh) {
+    Active a;
+    a.off = static_cast<uint32_t>(active_.size());
+    for (uint16_t p : members) {
+      if (up_[p]) active_.push_back(p);
+    }
+    a.n = static_cast<uint32_t>(active_.size()) - a.off;
+    active_of_.push_back(a);
+    Group g;
+    g.members = std::move(members);
+    groups_.push_back(std::move(g));
+  }
+  return it->second;
+}
+
+RouteTable::Slot* RouteTable::find_slot(const uint64_t key[2]) {
+  uint32_t slot = static_cast<uint32_t>(key_hash(key)) & exact_mask_;
+  while (exact_[slot].group1 != 0 && (exact_[slot].key[0] != key[0] || exact_[slot].key[1] != key[1])) {
+    slot = (slot + 1) & exact_mask_;
+  }
+  return &exact_[slot];
+}
+
+void RouteTable::grow_exact(size_t cap) {
+  std::vector<Slot> old = std::move(exact_);
+  exact_.assign(cap, Slot{});
+  exact_mask_ = static_cast<uint32_t>(cap - 1);
+  for (const Slot& s : old) {
+    if (s.group1 != 0) *find_slot(s.key) = s;
+  }
+}
+
+RouteTable::Slot4* RouteTable::find_slot4(uint32_t addr) {
+  const uint32_t mask = static_cast<uint32_t>(v4_.size() - 1);
+  uint32_t slot = hash4(addr) >> v4_shift_;
+  while (v4_[slot].group1 != 0 && v4_[slot].addr != addr) slot = (slot + 1) & mask;
+  return &v4_[slot];
+}
+
+void RouteTable::grow_v4(size_t cap) {
+  std::vector<Slot4> old = std::move(v4_);
+  v4_.assign(cap, Slot4{});
+  v4_shift_ = static_cast<uint32_t>(32 - __builtin_ctzll(cap));
+  for (const Slot4& s : old) {
+    if (s.group1 != 0) *find_slot4(s.addr) = s;
+  }
+}
+
+void RouteTable::reserve(size_t host_routes) {
+  size_t cap = 16;
+  while (cap < 2 * host_routes) cap *= 2;  // load factor <= 1/2
+  if (cap > exact_.size()) grow_exact(cap);
+  if (cap > v4_.size()) grow_v4(cap);
 }
 
 int RouteTable::add(const uint8_t prefix[16], int len, std::span<const uint16_t> ports, std::string* err) {
@@ -63,79 +138,101 @@ int RouteTable::add(const uint8_t prefix[16], int len, std::span<const uint16_t>
       return -EINVAL;
     }
   }
-  Route r{};
+  const uint32_t group = group_of(ports);
+  uint32_t addr4;
+  if (len == 128 && ipv4_mapped(prefix, &addr4)) {
+    if (2 * (hosts4_ + 1) > v4_.size()) {
+      size_t cap = 16;
+      while (cap < 2 * std::max<size_t>(hosts4_ + 1, v4_.size())) cap *= 2;
+      grow_v4(cap);
+    }
+    Slot4* s = find_slot4(addr4);
+    if (s->group1 == 0) {
+      s->addr = addr4;
+      ++hosts4_;
+    }
+    s->group1 = group + 1;
+    return 0;
+  }
+  if (len == 128) {
+    if (2 * (hosts_ + 1) > exact_.size()) {
+      size_t cap = 16;
+      while (cap < 2 * std::max<size_t>(hosts_ + 1, exact_.size())) cap *= 2;
+      grow_exact(cap);
+    }
+    uint64_t key[2];
+    std::memcpy(key, prefix, 16);
+    Slot* s = find_slot(key);
+    if (s->group1 == 0) {
+      s->key[0] = key[0];
+      s->key[1] = key[1];
+      ++hosts_;
+    }
+    s->group1 = group + 1;
+    return 0;
+  }
+  Prefix r{};
   std::memcpy(r.prefix, prefix, 16);
   for (int bit = len; bit < 128; ++bit) r.prefix[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
   r.len = len;
-  Group g;
-  g.members.assign(ports.begin(), ports.end());
-  rebuild_active(g);
-  for (Route& old : routes_) {
+  r.group = group;
+  for (Prefix& old : prefixes_) {
     if (old.len == len && std::memcmp(old.prefix, r.prefix, 16) == 0) {
-      groups_[old.group] = std::move(g);
+      old.group = group;
       return 0;
     }
   }
-  r.group = static_cast<uint32_t>(groups_.size());
-  groups_.push_back(std::move(g));
-  routes_.push_back(r);
-  prefix_order_.clear();
-  for (uint32_t i = 0; i < routes_.size(); ++i) {
-    if (routes_[i].len < 128) prefix_order_.push_back(i);
-  }
-  std::stable_sort(prefix_order_.begin(), prefix_order_.end(),
-                   [this](uint32_t a, uint32_t b) { return routes_[a].len > routes_[b].len; });
-  rebuild_exact();
+  // Longest first; among equal lengths, in the order added.
+  const auto at = std::find_if(prefixes_.begin(), prefixes_.end(), [len](const Prefix& p) { return p.len < len; });
+  prefixes_.insert(at, r);
   return 0;
 }
 
-void RouteTable::rebuild_exact() {
-  size_t hosts = 0;
-  for (const Route& r : routes_) hosts += r.len == 128;
-  if (hosts == 0) {
-    exact_.clear();
-    exact_mask_ = 0;
-    return;
-  }
-  size_t cap = 16;
-  while (cap < 2 * hosts) cap *= 2;  // load factor <= 1/2
-  exact_.assign(cap, 0);
-  exact_mask_ = static_cast<uint32_t>(cap - 1);
-  for (uint32_t i = 0; i < routes_.size(); ++i) {
-    if (routes_[i].len != 128) continue;
-    uint32_t slot = static_cast<uint32_t>(gid_hash(routes_[i].prefix)) & exact_mask_;
-    while (exact_[slot] != 0) slot = (slot + 1) & exact_mask_;
-    exact_[slot] = i + 1;
-  }
-}
-
-void RouteTable::rebuild_active(Group& g) {
-  g.active.clear();
-  for (uint16_t p : g.members) {
-    if (up_[p]) g.active.push_back(p);
+void RouteTable::rebuild_active() {
+  active_.clear();
+  active_of_.assign(groups_.size(), Active{});
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    active_of_[i].off = static_cast<uint32_t>(active_.size());
+    for (uint16_t p : groups_[i].members) {
+      if (up_[p]) active_.push_back(p);
+    }
+    active_of_[i].n = static_cast<uint32_t>(active_.size()) - active_of_[i].off;
   }
 }
 
 void RouteTable::set_port_up(uint16_t port, bool up) {
   up_[port] = up ? 1 : 0;
-  for (Group& g : groups_) rebuild_active(g);
+  rebuild_active();
 }
 
 std::span<const uint16_t> RouteTable::lookup(const uint8_t dst[16]) const {
-  if (!exact_.empty()) {
-    uint32_t slot = static_cast<uint32_t>(gid_hash(dst)) & exact_mask_;
-    for (uint32_t idx; (idx = exact_[slot]) != 0; slot = (slot + 1) & exact_mask_) {
-      const Route& r = routes_[idx - 1];
-      if (std::memcmp(r.prefix, dst, 16) == 0) {
-        const Group& g = groups_[r.group];
-        if (!g.active.empty()) return g.active;
+  uint32_t addr4;
+  if (hosts4_ != 0 && ipv4_mapped(dst, &addr4)) {
+    const uint32_t mask = static_cast<uint32_t>(v4_.size() - 1);
+    for (uint32_t slot = hash4(addr4) >> v4_shift_;; slot = (slot + 1) & mask) {
+      const Slot4& s = v4_[slot];
+      if (s.group1 == 0) break;
+      if (s.addr == addr4) {
+        const std::span<const uint16_t> ports = active(s.group1 - 1);
+        if (!ports.empty()) return ports;
+        break;  // every port down: fall back to a shorter prefix
+      }
+    }
+  } else if (hosts_ != 0) {
+    uint64_t key[2];
+    std::memcpy(key, dst, 16);
+    for (uint32_t slot = static_cast<uint32_t>(key_hash(key)) & exact_mask_;; slot = (slot + 1) & exact_mask_) {
+      const Slot& s = exact_[slot];
+      if (s.group1 == 0) break;
+      if (s.key[0] == key[0] && s.key[1] == key[1]) {
+        const std::span<const uint16_t> ports = active(s.group1 - 1);
+        if (!ports.empty()) return ports;
         break;  // every port down: fall back to a shorter prefix
       }
     }
   }
-  for (uint32_t i : prefix_order_) {
-    const Route& r = routes_[i];
-    if (prefix_match(r.prefix, r.len, dst) && !groups_[r.group].active.empty()) return groups_[r.group].active;
+  for (const Prefix& r : prefixes_) {
+    if (prefix_match(r.prefix, r.len, dst) && active_of_[r.group].n != 0) return active(r.group);
   }
   return {};
 }

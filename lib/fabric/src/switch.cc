@@ -44,9 +44,8 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
     *err = "max_packets must be in [1, 2^31)";
     return -EINVAL;
   }
-  if (cfg.ecmp.dodge_field != DodgeField::kNone &&
-      (cfg.ecmp.dodge_mask == 0 || (cfg.ecmp.dodge_field == DodgeField::kDscp && cfg.ecmp.dodge_mask > 0x3f))) {
-    *err = "dodge mask must select bits of its field (DSCP: within 0x3f)";
+  if (!wire::dodge_mask_valid(cfg.ecmp.dodge_field, cfg.ecmp.dodge_mask)) {
+    *err = "dodge mask must select contiguous bits of its field (DSCP: within 0x3f)";
     return -EINVAL;
   }
   for (uint8_t prio : cfg.classify.dscp_priority) {
@@ -156,6 +155,12 @@ double SwitchCore::avg_queue_bytes(uint16_t port, uint8_t prio, uint64_t now_ns)
   if (now_ns > qc.qlen_since_ns) integral += static_cast<double>(qc.qlen_bytes) * static_cast<double>(now_ns - qc.qlen_since_ns);
   if (now_ns <= counters_since_ns_) return static_cast<double>(qc.qlen_bytes);
   return integral / static_cast<double>(now_ns - counters_since_ns_);
+}
+
+int SwitchCore::forward_port(const FlowKey& key, uint8_t dscp) const {
+  const std::span<const uint16_t> group = routes_.lookup(key.dst);
+  if (group.empty()) return -1;
+  return group[ecmp_select(cfg_.ecmp, key, dscp, static_cast<uint32_t>(group.size()))];
 }
 
 RxResult SwitchCore::admit(uint16_t in, const FrameRef& f, uint64_t now_ns, uint32_t* desc) {

@@ -27,9 +27,57 @@
 
 #include "tita/engine/host.h"
 #include "tita/engine/verbs.h"
+#include "tita/wire/dodge.h"
 #include "tita/wire/frame.h"
 
 namespace tita::engine {
+
+// Path control: Hash Dodging (doc/hash-dodging.md). A QP that sees its path
+// fail, from protocol state alone, moves its packets to the next dodge value
+// (wire/dodge.h): bits of the UDP source port or the DSCP that switches add to
+// their ECMP choice, so the new path shares no switch with the old one.
+struct PathConfig {
+  wire::DodgeField field = wire::DodgeField::kNone;  // kNone: path control off
+  uint16_t mask = 0;  // bits of the field; 0: 0x000f of the UDP source port, 0x07 of the DSCP
+  // Detection rules; 0 turns a rule off. A congestion signal (CE echoed, a CNP,
+  // an INT hop queue of int_queue_bytes or more) holds back the stall, loss and
+  // throughput rules: a congested path is slow, a failed one says nothing.
+  uint32_t timeouts = 1;             // repath at this many consecutive retransmission timeouts
+  uint32_t stall_rtts = 8;           // stall: once anything got through, data outstanding and the responder's
+  uint64_t stall_min_ns = 40'000;    //   cumulative ACK still for stall_rtts x max(smoothed RTT, base RTT), at least this
+  uint32_t lossy_rounds = 3;         // repath after this many consecutive lossy rounds (a round: one window
+  uint32_t loss_permille = 5;        //   acknowledged); lossy: NAKs, SACK holes and READ gaps count >= 0.5% of it
+  uint32_t collapse_rtts = 64;       // throughput: over this many RTTs, goodput below
+  uint32_t collapse_permille = 100;  //   10% of min(CC rate x time, bytes sent)
+  uint32_t int_queue_bytes = 262144;
+  bool reset_cc = true;     // congestion control starts afresh on the new path
+  bool follow_peer = true;  // ACKs, NAKs and READ responses take the dodge value of the requests they answer
+};
+
+// Why a QP moved to another path.
+enum class RepathReason : uint8_t {
+  kTimeout,     // consecutive retransmission timeouts
+  kStall,       // nothing delivered for the stall window, without a congestion signal
+  kLoss,        // consecutive lossy rounds without a congestion signal
+  kThroughput,  // goodput collapsed against what congestion control allowed
+  kManual,      // Engine::repath()
+  kCount
+};
+std::string_view to_string(RepathReason r);  // "timeout", "stall", ...
+
+// One path change, for a trace hook (never called per packet).
+struct PathEvent {
+  uint64_t now_ns = 0;
+  uint32_t qp_num = 0;
+  RepathReason reason = RepathReason::kTimeout;
+  uint16_t old_dodge = 0;
+  uint16_t new_dodge = 0;
+  uint16_t udp_sport = 0;  // what the QP's requests now carry
+  uint8_t dscp = 0;
+};
+// Runs synchronously inside the engine call that changed the path; it must not
+// call back into the engine.
+using PathHook = void (*)(void* ctx, const PathEvent& e);
 
 struct EngineConfig {
   uint8_t mac[6] = {0x02, 0, 0, 0, 0, 1};
@@ -58,6 +106,7 @@ struct EngineConfig {
   uint32_t sr_window = 256;      // selective repeat: PSNs in flight per QP (power of two, <= 1024)
   uint64_t timer_slot_ns = 64;   // timing wheel resolution
   uint32_t timer_slots = 8192;   // timing wheel size (horizon = slots x resolution)
+  PathConfig path;               // path control of new QPs (Engine::set_path_config per QP)
 };
 
 struct MrInfo {
@@ -95,6 +144,14 @@ struct QpCounters {
   uint64_t int_records_received = 0;  // INT hop records echoed back to this sender
   uint64_t rtt_samples = 0;
   uint64_t last_rtt_ns = 0;
+  uint64_t path_changes = 0;             // dodges, every reason (the sum of the next five)
+  uint64_t path_changes_timeout = 0;
+  uint64_t path_changes_stall = 0;
+  uint64_t path_changes_loss = 0;
+  uint64_t path_changes_throughput = 0;
+  uint64_t path_changes_manual = 0;
+  uint64_t path_follows = 0;             // responses moved to the peer's new dodge value
+  uint64_t spurious_stalls = 0;          // stall repaths after which the old path delivered (stall window doubled)
 };
 
 struct EngineCounters {
@@ -121,6 +178,8 @@ struct QpInfo {
   uint32_t send_queue_depth = 0;  // posted, not completed
   uint32_t recv_queue_depth = 0;
   std::string_view cc;
+  uint16_t dodge = 0;      // the dodge value of the QP's requests (path control)
+  uint16_t udp_sport = 0;  // the UDP source port they carry
 };
 
 class Engine {
@@ -155,6 +214,18 @@ class Engine {
   // Congestion control for the QP's sends, by name and "name=value" parameters (cc/).
   // Allowed in any state; resets the algorithm's state. -ENOENT / -EINVAL with a message.
   int set_cc(uint32_t qp_num, std::string_view algorithm, std::span<const std::string> params, std::string* err);
+
+  // Path control of one QP (new QPs take EngineConfig::path). Allowed in any
+  // state; the dodge value starts as the one its address vector's UDP source
+  // port (or DSCP) carries, so the first header is the usual one.
+  // -EINVAL with a message: no such QP, or a mask that is not one run of bits
+  // of its field.
+  int set_path_config(uint32_t qp_num, const PathConfig& p, std::string* err);
+  // Moves the QP to its next dodge value now, as detection would (reason
+  // kManual). -EINVAL: no such QP, or path control is off for it.
+  int repath(uint32_t qp_num);
+  // Observer of every path change (fn nullptr: none).
+  void set_path_hook(PathHook fn, void* ctx);
 
   // ---- data path (ibv_post_send, ibv_post_recv, ibv_poll_cq)
   // -EINVAL: bad QP, num_sge, or a READ/SEND longer than 2^31; -ENOMEM: queue full;

@@ -17,19 +17,23 @@
 //   dodge values 0..n-1 visit all n next hops; stride 0 disables dodging at a
 //   switch. n is the number of ports up in the group, so a failed port changes
 //   it (the control plane's reroute).
+// - A sender dodges by one step, cyclically (wire::dodge_next: L-1 -> 0 with L
+//   dodge values). When (L-1) x stride is a multiple of n, that wrap would land
+//   on the old next hop, so the last value takes offset stride instead of 0:
+//   every step of a sender then moves the flow whenever n >= 2 and the stride
+//   is not a multiple of n.
 #pragma once
 
 #include <cstdint>
 
 #include "tita/fabric/types.h"
+#include "tita/wire/dodge.h"
 
 namespace tita::fabric {
 
-enum class DodgeField : uint8_t {
-  kNone,     // no offset
-  kDscp,     // dodge = (DSCP & mask) >> ctz(mask)
-  kUdpSport, // dodge = (UDP source port & mask) >> ctz(mask); those bits leave the hash
-};
+// kNone: no offset; kDscp: dodge = (DSCP & mask) >> ctz(mask); kUdpSport: dodge
+// = (UDP source port & mask) >> ctz(mask), and those bits leave the hash.
+using DodgeField = wire::DodgeField;
 
 struct EcmpConfig {
   uint32_t seed = 0;       // per switch

@@ -170,6 +170,10 @@ class SwitchCore {
     return routes_.add(prefix, len, ports, err);
   }
   void set_port_up(uint16_t port, bool up) { routes_.set_port_up(port, up); }
+  // The egress port that routing and ECMP (with the dodge offset) choose for a
+  // packet of `key` carrying `dscp`, as receive() does before faults and the
+  // buffer; -1 when no route has a port up. For walking paths (tests, tools).
+  int forward_port(const FlowKey& key, uint8_t dscp) const;
   void set_fault(uint16_t port, const FaultConfig& f);
   void set_hooks(const Hooks& h) { hooks_ = h; }
   void reset_counters(uint64_t now_ns);

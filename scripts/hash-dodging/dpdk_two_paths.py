@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+"""Hash Dodging on real DPDK processes: two paths, one black-holed mid-transfer.
+
+    tita-perf client -- S1 ==(link A)== S2 -- tita-perf server
+                           ==(link B)==
+
+S1 and S2 are tita-switch processes on vhost-user ports (--no-huge); S1 reaches
+the server over an ECMP group of its two links to S2, and S2 the client over
+its two links back, both with the dodge offset on the UDP source port. The
+client writes 64 KB messages for --seconds with every byte checked, both
+tita-perf processes with --dodge udp_sport. After a third of the run, the
+script asks S1 (rte_telemetry, /tita_switch/fault) to silently drop everything
+it routes to the link the transfer uses. Expected: the client's QP detects the
+stall, moves its dodge value once, S1 sends it down the other link, the
+server's ACKs follow, and the transfer completes with every byte intact.
+
+Placement: S1 and the server on core 1, S2 and the client on core 0; the
+tita-perf processes sleep when idle, the switches poll.
+
+Usage: dpdk_two_paths.py BUILD_DIR WORK_DIR [--seconds 6] [--check]
+  --check: exit 1 unless every expectation holds (the meson test 'dpdk-dodge').
+Writes WORK_DIR/result.json and, with matplotlib, WORK_DIR/goodput.png.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def telemetry_socket(prefix):
+    for base in ("/var/run/dpdk", os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")):
+        path = os.path.join(base, prefix, "dpdk_telemetry.v2")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+class Telemetry:
+    def __init__(self, prefix, timeout=20):
+        path = None
+        for _ in range(int(timeout * 10)):
+            path = telemetry_socket(prefix)
+            if path:
+                break
+            time.sleep(0.1)
+        if path is None:
+            raise RuntimeError(f"no telemetry socket for {prefix}")
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.connect(path)
+        json.loads(self.s.recv(1 << 16).decode())  # greeting
+
+    def query(self, cmd):
+        self.s.send(cmd.encode())
+        reply = json.loads(self.s.recv(1 << 16).decode())
+        return reply.get(cmd.split(",")[0])
+
+
+def switch_config(down, up, seed):
+    """Ports: 0 towards the local host, 1 and 2 the two links; `down` is the local
+    host's address, `up` the remote one's."""
+    return {"ports": [{"name": n} for n in down["ports"]],
+            "routes": [{"prefix": down["ip"] + "/32", "ports": [0]},
+                       {"prefix": up + "/32", "ports": [1, 2]}],
+            "ecmp": {"seed": seed, "dodge": {"field": "udp_sport"}},
+            "pfc": {"enabled": False}, "int": {"enabled": True}}
+
+
+def run(build, work, seconds):
+    perf = os.path.join(build, "apps", "tita-perf")
+    switch = os.path.join(build, "apps", "tita-switch", "tita-switch")
+    os.makedirs(work, exist_ok=True)
+    tag = f"hd{os.getpid()}"
+    sock = {k: os.path.join(work, f"{k}.sock") for k in ("s1_0", "s1_1", "s1_2", "s2_0")}
+    for s in sock.values():
+        if os.path.exists(s):
+            os.unlink(s)
+    s1_cfg = switch_config({"ip": "10.0.0.1", "ports": ["net_vhost0", "net_vhost1", "net_vhost2"]}, "10.0.0.2", 7)
+    s2_cfg = switch_config({"ip": "10.0.0.2", "ports": ["net_vhost0", "net_virtio_user1", "net_virtio_user2"]},
+                           "10.0.0.1", 11)
+    for name, cfg in (("s1", s1_cfg), ("s2", s2_cfg)):
+        with open(os.path.join(work, f"{name}.json"), "w") as f:
+            json.dump(cfg, f)
+    eal = ["--no-huge", "-m", "512", "--no-pci", "--log-level=*:error"]
+    procs = []
+
+    def start(cmd, name):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append((name, p))
+        return p
+
+    s1 = start([switch, "-l", "1"] + eal + [f"--file-prefix={tag}-s1",
+                                             f"--vdev=net_vhost0,iface={sock['s1_0']},queues=1",
+                                             f"--vdev=net_vhost1,iface={sock['s1_1']},queues=1",
+                                             f"--vdev=net_vhost2,iface={sock['s1_2']},queues=1",
+                                             "--", "--config", os.path.join(work, "s1.json"), "--stats-ms", "0",
+                                             "--json"], "S1")
+    time.sleep(1.5)
+    s2 = start([switch, "-l", "0"] + eal + [f"--file-prefix={tag}-s2",
+                                             f"--vdev=net_vhost0,iface={sock['s2_0']},queues=1",
+                                             f"--vdev=net_virtio_user1,path={sock['s1_1']}",
+                                             f"--vdev=net_virtio_user2,path={sock['s1_2']}",
+                                             "--", "--config", os.path.join(work, "s2.json"), "--stats-ms", "0",
+                                             "--json"], "S2")
+    time.sleep(1.5)
+    common = ["--dodge", "udp_sport", "--idle-sleep", "--base-rtt-us", "5000", "--pacing-slack-us", "200",
+              "--timeout", "18",
+              "--tcp-port", "18611", "--json"]
+    server = start([perf, "-l", "1"] + eal + [f"--file-prefix={tag}-rx", f"--vdev=net_virtio_user0,path={sock['s2_0']}",
+                                               "--", "--port", "net_virtio_user0", "--ip", "10.0.0.2", "--server"]
+                   + common, "server")
+    time.sleep(1.0)
+    series = os.path.join(work, "series.csv")
+    client = start([perf, "-l", "0"] + eal + [f"--file-prefix={tag}-tx", f"--vdev=net_virtio_user0,path={sock['s1_0']}",
+                                               "--", "--port", "net_virtio_user0", "--ip", "10.0.0.1",
+                                               "--client", "127.0.0.1", "--test", "write", "--size", "65536",
+                                               "--qps", "1", "--tx-depth", "16", "--mtu", "1024",
+                                               "--duration", str(seconds), "--rate", "1", "--pace", "--check",
+                                               "--series", series, "--series-interval-us", "50000"]
+                   + common, "client")
+    result = {}
+    try:
+        tel = Telemetry(f"{tag}-s1")
+        # Wait for the transfer to run (setup takes a while on a loaded machine),
+        # then black-hole the link it uses now.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            tx = {i: tel.query(f"/tita_switch/port,{i}")["tx_packets"] for i in (1, 2)}
+            if sum(tx.values()) > 5000:
+                break
+            time.sleep(0.1)
+        time.sleep(seconds / 4)
+        first = {i: tel.query(f"/tita_switch/port,{i}")["tx_packets"] for i in (1, 2)}
+        time.sleep(0.3)
+        ports = {i: tel.query(f"/tita_switch/port,{i}") for i in (1, 2)}
+        used = max((1, 2), key=lambda i: ports[i]["tx_packets"] - first[i])
+        result["before"] = {i: ports[i]["tx_packets"] for i in (1, 2)}
+        result["faulted_port"] = used
+        result["fault_mono_ns"] = time.monotonic_ns()
+        result["fault_reply"] = tel.query(f"/tita_switch/fault,{used},drop_all")
+        print(f"black hole on S1 port {used} ({ports[used]['name']}) while the transfer runs; "
+              f"frames sent on ports 1, 2 so far: {result['before']}", flush=True)
+        out, err = client.communicate(timeout=seconds + 120)
+        with open(os.path.join(work, "client.err"), "w") as f:
+            f.write(err)
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        if client.returncode != 0 or not lines:
+            raise RuntimeError(f"client failed ({client.returncode}): {err[-1500:]}")
+        result["client"] = json.loads(lines[-1])
+        out, err = server.communicate(timeout=60)
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        result["server"] = json.loads(lines[-1]) if lines else {}
+        for name, sw in (("s1", s1), ("s2", s2)):
+            sw.send_signal(signal.SIGINT)
+            out, _ = sw.communicate(timeout=30)
+            start_at = out.find("{")
+            result[name] = json.loads(out[start_at:]) if start_at >= 0 else {}
+    finally:
+        for name, p in procs:
+            if p.poll() is None:
+                p.kill()
+    result["series"] = series
+    return result
+
+
+def drops_of(port, reason):
+    d = port.get("drops", {})
+    return d.get(reason, 0) if isinstance(d, dict) else 0
+
+
+def plot(series, fault_mono_ns, path):
+    try:
+        import csv
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    rows = list(csv.DictReader(open(series)))
+    if not rows:
+        return
+    t0 = int(rows[0]["t_ns"])
+    fig, ax = plt.subplots(figsize=(7, 2.6))
+    ax.plot([(int(r["t_ns"]) - t0) / 1e9 for r in rows], [int(r["goodput_bps"]) / 1e9 for r in rows], lw=1.2)
+    ax.axvline((fault_mono_ns - t0) / 1e9, color="tab:red", ls="--", lw=1, label="black hole on the path")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("goodput Gb/s")
+    ax.set_title("tita-perf through two tita-switches, one link black-holed")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("work")
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args()
+    r = run(a.build, a.work, a.seconds)
+    c, s = r["client"], r["server"]
+    cl, sv = c.get("client", {}), c.get("server", {})
+    s1_ports = r.get("s1", {}).get("ports", [])
+    used, other = r["faulted_port"], 3 - r["faulted_port"]
+    port_drops = drops_of(s1_ports[used], "fault_port_drop") if len(s1_ports) > used else 0
+    other_tx = s1_ports[other]["tx_packets"] if len(s1_ports) > other else 0
+    check(c.get("check") == "ok" and c.get("messages", 0) > 0,
+          f"transfer complete: {c.get('messages', 0):.0f} messages of 64 KB, every byte checked ({c.get('check')})")
+    check(cl.get("path_changes") == 1, f"the client's QP changed path once (path_changes {cl.get('path_changes')})")
+    check(sv.get("path_follows", 0) >= 1, f"the server's ACKs followed (path_follows {sv.get('path_follows')})")
+    check(port_drops > 0, f"S1 dropped {port_drops} frames on the black-holed port {used}")
+    check(other_tx > r["before"][other], f"S1 port {other} carried the transfer afterwards "
+                                         f"({r['before'][other]} -> {other_tx} frames)")
+    check(cl.get("timeouts", 0) == 0, f"no retransmission timeout (timeouts {cl.get('timeouts')})")
+    summary = {"messages": c.get("messages"), "gbps": c.get("gbps"), "check": c.get("check"),
+               "client": cl, "server": sv, "faulted_port": used, "s1_port_drops": port_drops,
+               "other_port_tx": other_tx, "before": r["before"]}
+    with open(os.path.join(a.work, "result.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    plot(r["series"], r["fault_mono_ns"], os.path.join(a.work, "goodput.png"))
+    if a.check:
+        sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
