@@ -9,6 +9,7 @@
 //            --cc=hpcc --duration=10ms --out=out/ws30-hpcc
 #include "tita-flow-manager.h"
 #include "tita-network-helper.h"
+#include "tita-simulator-impl.h"
 #include "tita-topology.h"
 #include "tita-workload.h"
 
@@ -240,6 +241,9 @@ int
 main(int argc, char* argv[])
 {
     Time::SetResolution(Time::PS);
+    // The lean simulator core (same event order as ns-3's default; see
+    // tita-simulator-impl.h). --SimulatorImplementationType overrides it.
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(TitaSimulatorImpl::GetTypeId().GetName()));
     std::string topoArg = "data/workloads/fat_tree_320.topo";
     std::string workloadArg = "poisson:cdf=data/workloads/websearch.cdf,load=0.3";
     std::string cc = "hpcc";

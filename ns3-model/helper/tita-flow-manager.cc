@@ -63,6 +63,7 @@ void
 TitaFlowManager::SetNetwork(TitaNetworkHelper* net)
 {
     m_net = net;
+    m_paths.clear();
     for (uint32_t h = 0; h < net->GetNHosts(); ++h)
     {
         net->GetNic(h)->SetCompletionCallback(MakeCallback(&TitaFlowManager::OnCompletion, this));
@@ -85,17 +86,31 @@ TitaFlowManager::SetNetwork(TitaNetworkHelper* net)
     }
 }
 
+const TitaFlowManager::PairPath&
+TitaFlowManager::GetPairPath(uint32_t src, uint32_t dst) const
+{
+    auto [it, fresh] = m_paths.try_emplace(uint64_t{src} << 32 | dst);
+    if (fresh)
+    {
+        const TitaNetworkHelper::PathInfo p = m_net->GetPath(src, dst);
+        it->second.links = p.links;
+        it->second.bottleneckBps = p.bottleneckBps;
+        it->second.baseRttNs = p.links ? m_net->GetBaseRttNs(src, dst, m_mtu) : 0;
+    }
+    return it->second;
+}
+
 uint64_t
 TitaFlowManager::IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const
 {
-    const TitaNetworkHelper::PathInfo p = m_net->GetPath(src, dst);
+    const PairPath& p = GetPairPath(src, dst);
     if (p.links == 0)
     {
         return 0;
     }
     const uint64_t packets = bytes == 0 ? 1 : (bytes + m_mtu - 1) / m_mtu;
     const uint64_t wire = bytes + packets * kPacketOverheadBytes;
-    const double ns = static_cast<double>(m_net->GetBaseRttNs(src, dst, m_mtu)) +
+    const double ns = static_cast<double>(p.baseRttNs) +
                       static_cast<double>(wire) * 8e9 / static_cast<double>(p.bottleneckBps);
     return static_cast<uint64_t>(ns + 0.5);
 }
@@ -126,7 +141,7 @@ TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done
     f.rec.bytes = bytes;
     f.rec.start = Simulator::Now();
     f.rec.idealNs = IdealFctNs(src, dst, bytes);
-    f.rec.hops = m_net->GetPath(src, dst).links;
+    f.rec.hops = GetPairPath(src, dst).links;
     f.onSent = std::move(done);
     std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst);
     ++m_started;
@@ -163,7 +178,7 @@ TitaFlowManager::SendMessage(uint32_t src,
     f.rec.idealNs = IdealFctNs(src, dst, bytes);
     f.rec.group = group;
     f.rec.step = step;
-    f.rec.hops = m_net->GetPath(src, dst).links;
+    f.rec.hops = GetPairPath(src, dst).links;
     f.srcQpn = it->second.srcQpn;
     f.dstQpn = it->second.dstQpn;
     f.message = true;

@@ -110,6 +110,14 @@ class TitaFlowManager : public Object
         uint32_t srcQpn = 0;
         uint32_t dstQpn = 0;
     };
+    /// What a flow's record needs of its path (computed once per host pair).
+    struct PairPath
+    {
+        uint64_t baseRttNs = 0;
+        uint64_t bottleneckBps = 0;
+        uint32_t links = 0;
+    };
+    const PairPath& GetPairPath(uint32_t src, uint32_t dst) const;
 
     void OnCompletion(Ptr<RdmaNicNetDevice> nic, const ::tita::engine::WorkCompletion& wc);
     void Finish(Flow& f);
@@ -128,6 +136,7 @@ class TitaFlowManager : public Object
     uint32_t m_mtu = 1024;
     std::unordered_map<uint32_t, Flow> m_flows;
     std::unordered_map<uint64_t, Connection> m_connections;
+    mutable std::unordered_map<uint64_t, PairPath> m_paths;
     TracedCallback<const TitaFlowRecord&> m_flowCompleteTrace;
 };
 

@@ -6,8 +6,11 @@
 #include "ns3/simulator.h"
 #include "ns3/trace-helper.h"
 #include "ns3/uinteger.h"
+#include "tita/wire/frame.h"
+#include "tita/wire/headers.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace ns3
@@ -237,6 +240,22 @@ TitaNetworkHelper::ComputeRoutes(uint32_t payloadBytes)
             {
                 continue;
             }
+            // Parallel links to one neighbour go apart in the group (the first link
+            // to each neighbour, then the second, ...), so that the next ECMP
+            // choice, a Hash Dodging step, always leads to another neighbour.
+            std::map<uint32_t, uint32_t> seen;
+            std::vector<std::pair<uint32_t, uint16_t>> ranked;
+            for (uint16_t port : group)
+            {
+                ranked.emplace_back(seen[m_ports[s][port].peer]++, port);
+            }
+            std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+                return x.first < y.first;
+            });
+            for (std::size_t i = 0; i < group.size(); ++i)
+            {
+                group[i] = ranked[i].second;
+            }
             auto [it, fresh] = groupIds[s].try_emplace(group, static_cast<int32_t>(m_groups[s].size()));
             if (fresh)
             {
@@ -286,6 +305,50 @@ TitaNetworkHelper::GetPath(uint32_t src, uint32_t dst) const
         return PathInfo{};
     }
     return info;
+}
+
+std::vector<uint32_t>
+TitaNetworkHelper::TracePath(uint32_t src,
+                             uint32_t dst,
+                             uint16_t udpSport,
+                             uint8_t dscp,
+                             std::vector<uint16_t>* ports) const
+{
+    ::tita::fabric::FlowKey key;
+    const auto s = ::tita::wire::Gid::from_ipv4(HostAddress(src).Get());
+    const auto d = ::tita::wire::Gid::from_ipv4(HostAddress(dst).Get());
+    std::memcpy(key.src, s.raw, 16);
+    std::memcpy(key.dst, d.raw, 16);
+    key.sport = udpSport;
+    key.dport = ::tita::wire::kRoceUdpPort;
+    key.proto = 17;
+    key.ip_version = 4;
+    std::vector<uint32_t> path{m_topo.Hosts()[src]};
+    uint32_t v = m_ports[path.back()].front().peer;
+    const uint32_t target = m_topo.Hosts()[dst];
+    for (int guard = 0; guard < 64; ++guard)
+    {
+        path.push_back(v);
+        if (v == target)
+        {
+            return path;
+        }
+        if (!m_switchOf[v])
+        {
+            return {};
+        }
+        const int port = m_switchOf[v]->GetCore().forward_port(key, dscp);
+        if (port < 0)
+        {
+            return {};
+        }
+        if (ports)
+        {
+            ports->push_back(static_cast<uint16_t>(port));
+        }
+        v = m_ports[v][port].peer;
+    }
+    return {};
 }
 
 uint64_t

@@ -72,6 +72,16 @@ class TitaNetworkHelper
     };
     PathInfo GetPath(uint32_t src, uint32_t dst) const;
 
+    /// The vertices a packet from host src to host dst with this UDP source port
+    /// and DSCP visits (src ... dst), as the switches forward it: their routes
+    /// and ECMP with the dodge offset, lib/fabric's own decision. With `ports`,
+    /// each switch's egress port too. Empty when it does not arrive in 64 hops.
+    std::vector<uint32_t> TracePath(uint32_t src,
+                                    uint32_t dst,
+                                    uint16_t udpSport,
+                                    uint8_t dscp = 0,
+                                    std::vector<uint16_t>* ports = nullptr) const;
+
     /// Unloaded RTT as the HPCC simulator computes it: 2 x propagation delay +
     /// the store-and-forward time of one payloadBytes packet on every link of the
     /// forward path.

@@ -1,16 +1,19 @@
 #include "rdma-nic-net-device.h"
 
 #include "tita-frame.h"
+#include "tita-trace.h"
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 #include "tita/wire/frame.h"
 #include "tita/wire/headers.h"
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace ns3
 {
@@ -124,27 +127,69 @@ RdmaNicNetDevice::GetTypeId()
                           UintegerValue(4),
                           MakeUintegerAccessor(&RdmaNicNetDevice::m_txRingFrames),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("DodgeField",
+                          "Hash Dodging: the header field a QP changes to move to another path: "
+                          "none (path control off), udp-sport, dscp",
+                          StringValue("none"),
+                          MakeStringAccessor(&RdmaNicNetDevice::m_dodgeField),
+                          MakeStringChecker())
+            .AddAttribute("DodgeMask",
+                          "Bits of the dodge field (0: 0x000f of the UDP source port, 0x07 of the DSCP)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_dodgeMask),
+                          MakeUintegerChecker<uint16_t>())
+            .AddAttribute("RepathTimeouts",
+                          "Move the path after this many consecutive RTOs (0: never)",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_repathTimeouts),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("StallRtts",
+                          "Move the path when nothing was delivered for this many RTTs (0: never)",
+                          UintegerValue(8),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_stallRtts),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("StallMin",
+                          "The stall window is at least this long",
+                          TimeValue(MicroSeconds(40)),
+                          MakeTimeAccessor(&RdmaNicNetDevice::m_stallMin),
+                          MakeTimeChecker())
+            .AddAttribute("LossyRounds",
+                          "Move the path after this many consecutive rounds losing >= 0.5% (0: never)",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_lossyRounds),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("CollapsePermille",
+                          "Move the path when goodput falls below this fraction (per mille) of what "
+                          "congestion control allowed and the QP sent (0: never)",
+                          UintegerValue(100),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_collapsePermille),
+                          MakeUintegerChecker<uint32_t>(0, 1000))
             .AddTraceSource("CcUpdate",
                             "Rate or window of a QP changed: qpn, rate (b/s), window (bytes)",
-                            MakeTraceSourceAccessor(&RdmaNicNetDevice::m_ccTrace),
+                            MakeNotifyingTraceSourceAccessor(&RdmaNicNetDevice::m_ccTrace, &RdmaNicNetDevice::OnCcTraceConnected),
                             "ns3::RdmaNicNetDevice::CcTracedCallback")
             .AddTraceSource("QueueLength",
                             "Bytes waiting in the NIC's egress queues",
-                            MakeTraceSourceAccessor(&RdmaNicNetDevice::m_queueTrace),
+                            MakeNotifyingTraceSourceAccessor(&RdmaNicNetDevice::m_queueTrace, &RdmaNicNetDevice::OnQueueTraceConnected),
                             "ns3::RdmaNicNetDevice::QueueTracedCallback")
             .AddTraceSource("EngineTx",
                             "A frame the engine handed to the NIC (before its egress queue)",
-                            MakeTraceSourceAccessor(&RdmaNicNetDevice::m_engineTxTrace),
+                            MakeNotifyingTraceSourceAccessor(&RdmaNicNetDevice::m_engineTxTrace, &RdmaNicNetDevice::OnEngineTxTraceConnected),
                             "ns3::Packet::TracedCallback")
             .AddTraceSource("Drop",
                             "A received frame the engine dropped (bad, unknown QP, not ready)",
                             MakeTraceSourceAccessor(&RdmaNicNetDevice::m_dropTrace),
-                            "ns3::Packet::TracedCallback");
+                            "ns3::Packet::TracedCallback")
+            .AddTraceSource("PathChange",
+                            "A QP moved to another path: qpn, reason, old dodge, new dodge",
+                            MakeTraceSourceAccessor(&RdmaNicNetDevice::m_pathTrace),
+                            "ns3::RdmaNicNetDevice::PathTracedCallback");
     return tid;
 }
 
 RdmaNicNetDevice::RdmaNicNetDevice()
     : m_baseRtt(MicroSeconds(10)),
+      m_wakeupEvent(Create<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>>(this)),
       m_rxBuffer(TitaFrame::kMaxFrameBytes),
       m_txScratch(TitaFrame::kMaxFrameBytes)
 {
@@ -155,7 +200,8 @@ RdmaNicNetDevice::~RdmaNicNetDevice() = default;
 void
 RdmaNicNetDevice::DoDispose()
 {
-    m_wakeupEvent.Cancel();
+    m_wakeupEvent->Detach();
+    m_wakeups.clear();
     for (auto& q : m_queue)
     {
         q.clear();
@@ -175,7 +221,7 @@ RdmaNicNetDevice::DoInitialize()
 uint64_t
 RdmaNicNetDevice::NowNs() const
 {
-    return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+    return TitaSimulatorImpl::NowNs();
 }
 
 eng::Engine&
@@ -206,7 +252,26 @@ RdmaNicNetDevice::CreateEngine()
     c.sr_window = m_srWindow;
     c.timer_slot_ns = m_timerSlotNs;
     c.timer_slots = m_timerSlots;
+    if (m_dodgeField == "udp-sport")
+    {
+        c.path.field = ::tita::wire::DodgeField::kUdpSport;
+    }
+    else if (m_dodgeField == "dscp")
+    {
+        c.path.field = ::tita::wire::DodgeField::kDscp;
+    }
+    else
+    {
+        NS_ABORT_MSG_IF(m_dodgeField != "none", "DodgeField must be none, udp-sport or dscp");
+    }
+    c.path.mask = m_dodgeMask;
+    c.path.timeouts = m_repathTimeouts;
+    c.path.stall_rtts = m_stallRtts;
+    c.path.stall_min_ns = static_cast<uint64_t>(m_stallMin.GetNanoSeconds());
+    c.path.lossy_rounds = m_lossyRounds;
+    c.path.collapse_permille = m_collapsePermille;
     m_engine = std::make_unique<eng::Engine>(c, static_cast<eng::PacketIo*>(this));
+    m_engine->set_path_hook(&RdmaNicNetDevice::OnPathChange, this);
     m_pd = m_engine->alloc_pd();
     const int rc = m_engine->create_cq(m_cqEntries, &m_cq);
     NS_ABORT_MSG_IF(rc != 0, "create_cq: " << rc);
@@ -219,6 +284,15 @@ RdmaNicNetDevice::CreateEngine()
     NS_ABORT_MSG_IF(mr != 0, "reg_phantom_mr: " << mr);
     NS_LOG_INFO("engine up: " << m_ipv4 << " " << m_address << " " << m_bps << " base RTT "
                               << m_baseRtt);
+}
+
+void
+RdmaNicNetDevice::OnPathChange(void* self, const eng::PathEvent& e)
+{
+    static_cast<RdmaNicNetDevice*>(self)->m_pathTrace(e.qp_num,
+                                                      static_cast<uint8_t>(e.reason),
+                                                      e.old_dodge,
+                                                      e.new_dodge);
 }
 
 // ---------------------------------------------------------------- QPs
@@ -362,14 +436,7 @@ RdmaNicNetDevice::DestroyQp(uint32_t qpn)
 void
 RdmaNicNetDevice::Kick()
 {
-    const uint64_t now = NowNs();
-    if (m_wakeupEvent.IsRunning() && m_wakeupNs <= now)
-    {
-        return;
-    }
-    m_wakeupEvent.Cancel();
-    m_wakeupNs = now;
-    m_wakeupEvent = Simulator::ScheduleNow(&RdmaNicNetDevice::OnWakeup, this);
+    ArmWakeup(NowNs());
 }
 
 uint64_t
@@ -400,13 +467,18 @@ RdmaNicNetDevice::HasMoreToSend() const
 void
 RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
 {
-    Ptr<Packet> p;
+    TitaPacketPtr p;
     bool phantom = true;
     for (uint32_t i = 0; i < f.n_payload; ++i)
     {
         phantom &= f.payload[i].data == nullptr;
     }
-    if (phantom && f.hdr_len <= TitaRawHeader::kMaxBytes && f.tail_len <= TitaRawTrailer::kMaxBytes)
+    if (f.n_payload == 0 && f.tail_len == 0)
+    {
+        // ACK, NAK, CNP: one buffer; its telemetry trailer goes to the tail.
+        p = TitaPacket::MakeControl(f.hdr, f.hdr_len);
+    }
+    else if (phantom && f.hdr_len <= TitaPacket::kHeadBytes && f.tail_len <= TitaPacket::kTailBytes)
     {
         const uint32_t payload = f.payload_len();
         if (m_computeIcrc && payload > 0)
@@ -414,18 +486,18 @@ RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
             // The engine leaves the ICRC of phantom payload at 0; the bytes are
             // known zeros, so the host fills it in for captures that check it.
             static const uint8_t kZeros[4096 + 4] = {};
-            uint8_t tail[TitaRawTrailer::kMaxBytes];
+            uint8_t tail[TitaPacket::kTailBytes];
             std::memcpy(tail, f.tail, f.tail_len);
             const uint32_t l3 = (f.hdr[12] == 0x81 && f.hdr[13] == 0x00) ? 18 : 14;
             const uint32_t pad = ::tita::wire::pad_bytes(payload);
             ::tita::wire::Segment more[2] = {{kZeros, payload}, {kZeros, pad}};
             const uint32_t icrc = ::tita::wire::icrc_compute(f.hdr + l3, f.hdr_len - l3, {more, pad ? 2u : 1u});
             ::tita::wire::store_le32(tail + pad, icrc);
-            p = TitaFrame::MakeFramePacket(f.hdr, f.hdr_len, payload, tail, f.tail_len);
+            p = TitaPacket::Make(f.hdr, f.hdr_len, payload, tail, f.tail_len);
         }
         else
         {
-            p = TitaFrame::MakeFramePacket(f.hdr, f.hdr_len, payload, f.tail, f.tail_len);
+            p = TitaPacket::Make(f.hdr, f.hdr_len, payload, f.tail, f.tail_len);
         }
     }
     else
@@ -449,18 +521,24 @@ RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
         }
         std::memcpy(b + n, f.tail, f.tail_len);
         n += f.tail_len;
-        p = Create<Packet>(b, n);
+        p = TitaPacket::FromBytes(b, n);
     }
-    m_engineTxTrace(p);
+    if (m_engineTxTraced)
+    {
+        m_engineTxTrace(p->ToPacket());
+    }
     const uint8_t prio = f.priority & 7;
-    m_queue[prio].push_back(p);
-    ++m_queuedFrames;
     m_queuedBytes += p->GetSize();
-    m_queueTrace(m_queuedBytes);
+    m_queue[prio].push_back(std::move(p));
+    ++m_queuedFrames;
+    if (m_queueTraced)
+    {
+        m_queueTrace(m_queuedBytes);
+    }
     TryTransmit();
 }
 
-Ptr<Packet>
+TitaPacketPtr
 RdmaNicNetDevice::DequeueNext()
 {
     for (int prio = kPriorities - 1; prio >= 0; --prio)
@@ -470,11 +548,14 @@ RdmaNicNetDevice::DequeueNext()
         {
             continue;
         }
-        Ptr<Packet> p = q.front();
+        TitaPacketPtr p = std::move(q.front());
         q.pop_front();
         --m_queuedFrames;
         m_queuedBytes -= p->GetSize();
-        m_queueTrace(m_queuedBytes);
+        if (m_queueTraced)
+        {
+            m_queueTrace(m_queuedBytes);
+        }
         return p;
     }
     return nullptr;
@@ -494,22 +575,46 @@ RdmaNicNetDevice::OnResume(uint8_t)
 }
 
 void
-RdmaNicNetDevice::DoReceive(Ptr<Packet> p)
+RdmaNicNetDevice::DoReceive(TitaPacketPtr p)
 {
     eng::Engine& e = GetEngine();
-    const uint32_t n = TitaFrame::CopyFrame(p, m_rxBuffer.data(), static_cast<uint32_t>(m_rxBuffer.size()));
-    if (n == 0)
+    const uint32_t n = p->GetSize();
+    if (n > m_rxBuffer.size())
     {
-        m_dropTrace(p);
+        if (!m_dropTrace.IsEmpty())
+        {
+            m_dropTrace(p->ToPacket());
+        }
         return;
     }
-    e.receive(NowNs(), m_rxBuffer.data(), n);
+    // The buffer is all zeros but for the frame being received: only the real
+    // bytes are written (and cleared after), virtual payload is already there.
+    uint8_t* b = m_rxBuffer.data();
+    const uint32_t head = p->HeadLen();
+    const uint32_t payload = p->PayloadLen();
+    const uint32_t tail = p->TailLen();
+    std::memcpy(b, p->Head(), head);
+    if (p->Body() != nullptr)
+    {
+        std::memcpy(b + head, p->Body(), payload);
+    }
+    std::memcpy(b + head + payload, p->Tail(), tail);
+    e.receive(NowNs(), b, n);
+    std::memset(b, 0, head);
+    if (p->Body() != nullptr)
+    {
+        std::memset(b + head, 0, payload);
+    }
+    std::memset(b + head + payload, 0, tail);
     const uint64_t drops = e.counters().rx_dropped;
     if (drops != m_lastDrops)
     {
         m_lastDrops = drops;
         NS_LOG_LOGIC("engine dropped a frame of " << n << " bytes");
-        m_dropTrace(p);
+        if (!m_dropTrace.IsEmpty())
+        {
+            m_dropTrace(p->ToPacket());
+        }
     }
     RunEngine();
 }
@@ -517,8 +622,23 @@ RdmaNicNetDevice::DoReceive(Ptr<Packet> p)
 void
 RdmaNicNetDevice::OnWakeup()
 {
-    m_wakeupNs = UINT64_MAX;
+    std::pop_heap(m_wakeups.begin(), m_wakeups.end(), std::greater<>());
+    m_wakeups.pop_back();
     RunEngine();
+}
+
+void
+RdmaNicNetDevice::ArmWakeup(uint64_t atNs)
+{
+    if (!m_wakeups.empty() && m_wakeups.front() <= atNs)
+    {
+        return; // an earlier (or the same) wakeup is armed; it re-arms when it fires
+    }
+    m_wakeups.push_back(atNs);
+    std::push_heap(m_wakeups.begin(), m_wakeups.end(), std::greater<>());
+    const Time at = NanoSeconds(atNs);
+    const Time now = TitaSimulatorImpl::NowTime();
+    m_wakeupEvent->Schedule(at > now ? at - now : Time(0));
 }
 
 void
@@ -528,7 +648,7 @@ RdmaNicNetDevice::RunEngine()
     m_engine->poll(NowNs());
     DrainCompletions();
     ScheduleWakeup();
-    if (!m_ccTrace.IsEmpty())
+    if (m_ccTraced)
     {
         TraceCc();
     }
@@ -542,21 +662,27 @@ RdmaNicNetDevice::ScheduleWakeup()
     {
         return; // idle; a pending wakeup fires harmlessly
     }
-    if (m_wakeupEvent.IsRunning() && m_wakeupNs <= w)
-    {
-        return; // an earlier (or the same) wakeup is armed; it re-arms when it fires
-    }
-    m_wakeupEvent.Cancel();
-    m_wakeupNs = w;
-    const Time at = NanoSeconds(w);
-    const Time now = Simulator::Now();
-    m_wakeupEvent = Simulator::Schedule(at > now ? at - now : Time(0), &RdmaNicNetDevice::OnWakeup, this);
+    ArmWakeup(w);
 }
 
 void
 RdmaNicNetDevice::DrainCompletions()
 {
-    eng::WorkCompletion wc[32];
+    if (m_draining)
+    {
+        // A completion callback made the engine run again: its own array.
+        std::array<eng::WorkCompletion, 32> nested;
+        DrainCompletions(nested.data());
+        return;
+    }
+    m_draining = true;
+    DrainCompletions(m_wc.data());
+    m_draining = false;
+}
+
+void
+RdmaNicNetDevice::DrainCompletions(eng::WorkCompletion* wc)
+{
     for (;;)
     {
         const int n = m_engine->poll_cq(m_cq, 32, wc);

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tita-event.h"
+#include "tita-frame.h"
 #include "tita-net-device.h"
 
 #include "ns3/callback.h"
@@ -89,12 +91,15 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     typedef void (*CcTracedCallback)(uint32_t qpn, uint64_t rateBps, uint64_t cwndBytes);
     /// Egress queue length changed (bytes).
     typedef void (*QueueTracedCallback)(uint32_t bytes);
+    /// A QP moved to another path (Hash Dodging): QPN, reason
+    /// (::tita::engine::RepathReason), old and new dodge value.
+    typedef void (*PathTracedCallback)(uint32_t qpn, uint8_t reason, uint16_t oldDodge, uint16_t newDodge);
 
   protected:
     void DoDispose() override;
     void DoInitialize() override;
-    Ptr<Packet> DequeueNext() override;
-    void DoReceive(Ptr<Packet> p) override;
+    TitaPacketPtr DequeueNext() override;
+    void DoReceive(TitaPacketPtr p) override;
     void OnTransmitComplete() override;
     bool HasMoreToSend() const override;
     void OnResume(uint8_t priority) override;
@@ -108,11 +113,17 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     void transmit(uint64_t now_ns, const ::tita::engine::TxFrame& frame) override;
 
     uint64_t NowNs() const;
+    void OnCcTraceConnected() { m_ccTraced = true; }
+    void OnQueueTraceConnected() { m_queueTraced = true; }
+    void OnEngineTxTraceConnected() { m_engineTxTraced = true; }
     /// poll(), completions, the next wakeup, traces: after every engine event.
     void RunEngine();
     void OnWakeup();
     void ScheduleWakeup();
+    /// An engine run at atNs (now or later) unless one is due at or before then.
+    void ArmWakeup(uint64_t atNs);
     void DrainCompletions();
+    void DrainCompletions(::tita::engine::WorkCompletion* wc); // 32 entries
     void TraceCc();
     void CreateEngine();
 
@@ -136,6 +147,15 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint8_t m_priority = kDefaultPriority;
     bool m_vlan = true;
     uint32_t m_txRingFrames = 4;
+    // Path control (Hash Dodging, doc/hash-dodging.md)
+    std::string m_dodgeField = "none";
+    uint16_t m_dodgeMask = 0;
+    uint32_t m_repathTimeouts = 1;
+    uint32_t m_stallRtts = 8;
+    Time m_stallMin;
+    uint32_t m_lossyRounds = 3;
+    uint32_t m_collapsePermille = 100;
+    static void OnPathChange(void* self, const ::tita::engine::PathEvent& e);
 
     Ipv4Address m_ipv4;
     std::unique_ptr<::tita::engine::Engine> m_engine;
@@ -143,15 +163,23 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint32_t m_cq = 0;
     ::tita::engine::MrInfo m_mr;
 
-    std::array<std::deque<Ptr<Packet>>, kPriorities> m_queue;
+    std::array<std::deque<TitaPacketPtr>, kPriorities> m_queue;
     uint32_t m_queuedFrames = 0;
     uint32_t m_queuedBytes = 0;
     bool m_engineBlocked = false; // tx_space() said 0 since the last poll
 
-    EventId m_wakeupEvent;
-    uint64_t m_wakeupNs = UINT64_MAX;
+    // Engine wakeups pending in the simulator (a min-heap of times, ns). Wakeups
+    // are never cancelled: one that finds nothing due just polls.
+    Ptr<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>> m_wakeupEvent;
+    std::vector<uint64_t> m_wakeups;
     uint64_t m_lastDrops = 0;
-    std::vector<uint8_t> m_rxBuffer;
+    std::vector<uint8_t> m_rxBuffer; // zeros, but for the frame being received
+    std::array<::tita::engine::WorkCompletion, 32> m_wc; // not rebuilt per engine run
+    bool m_draining = false;
+    // A sink was connected to CcUpdate, QueueLength, EngineTx.
+    bool m_ccTraced = false;
+    bool m_queueTraced = false;
+    bool m_engineTxTraced = false;
     std::vector<uint8_t> m_txScratch;
 
     struct CcSeen
@@ -167,6 +195,7 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     TracedCallback<uint32_t> m_queueTrace;
     TracedCallback<Ptr<const Packet>> m_dropTrace;
     TracedCallback<Ptr<const Packet>> m_engineTxTrace;
+    TracedCallback<uint32_t, uint8_t, uint16_t, uint16_t> m_pathTrace;
 };
 
 } // namespace ns3

@@ -31,7 +31,16 @@ TitaChannel::GetTypeId()
     return tid;
 }
 
-TitaChannel::TitaChannel() = default;
+TitaChannel::TitaChannel()
+    : m_deliver0(Create<TitaEvent<TitaChannel, &TitaChannel::Deliver0>>(this)),
+      m_deliver1(Create<TitaEvent<TitaChannel, &TitaChannel::Deliver1>>(this))
+{
+}
+
+TitaChannel::~TitaChannel()
+{
+    DropInFlight();
+}
 
 void
 TitaChannel::Attach(Ptr<TitaNetDevice> device)
@@ -41,19 +50,99 @@ TitaChannel::Attach(Ptr<TitaNetDevice> device)
 }
 
 void
-TitaChannel::Transmit(Ptr<Packet> p, Ptr<TitaNetDevice> src, Time txTime)
+TitaChannel::Transmit(TitaPacketPtr p, const TitaNetDevice* src, Time txTime)
 {
     if (!m_up)
     {
-        m_dropTrace(p);
+        if (!m_dropTrace.IsEmpty())
+        {
+            m_dropTrace(p->ToPacket());
+        }
         return;
     }
-    const Ptr<TitaNetDevice>& dst = (m_dev[0] == src) ? m_dev[1] : m_dev[0];
-    Simulator::ScheduleWithContext(dst->GetNode()->GetId(),
-                                   txTime + m_delay,
-                                   &TitaNetDevice::Receive,
-                                   dst,
-                                   p);
+    const int dir = (PeekPointer(m_dev[0]) == src) ? 1 : 0;
+    InFlight& f = m_inFlight[dir];
+    if (f.count == f.ring.size())
+    {
+        // Grow the ring (a power of two), keeping the order.
+        std::vector<Arrival> bigger(f.ring.empty() ? 16 : 2 * f.ring.size());
+        const uint32_t mask = f.ring.empty() ? 0 : static_cast<uint32_t>(f.ring.size() - 1);
+        for (uint32_t i = 0; i < f.count; ++i)
+        {
+            bigger[i] = f.ring[(f.head + i) & mask];
+        }
+        f.ring = std::move(bigger);
+        f.head = 0;
+    }
+    if (m_context[dir] == UINT32_MAX && m_dev[dir]->GetNode())
+    {
+        m_context[dir] = m_dev[dir]->GetNode()->GetId();
+    }
+    const uint32_t mask = static_cast<uint32_t>(f.ring.size() - 1);
+    Arrival& a = f.ring[(f.head + f.count) & mask];
+    a.packet = p.release();
+    ++f.count;
+    const Time delay = txTime + m_delay;
+    if (TitaSimulatorImpl* sim = TitaSimulatorImpl::Active())
+    {
+        a.uid = sim->ReserveUid(static_cast<uint64_t>(delay.GetTimeStep()), &a.ts);
+        if (f.count == 1)
+        {
+            ScheduleHead(dir);
+        }
+        return;
+    }
+    if (dir == 0)
+    {
+        m_deliver0->ScheduleWithContext(m_context[0], delay, a.packet);
+    }
+    else
+    {
+        m_deliver1->ScheduleWithContext(m_context[1], delay, a.packet);
+    }
+}
+
+void
+TitaChannel::ScheduleHead(int dir)
+{
+    InFlight& f = m_inFlight[dir];
+    const Arrival& a = f.ring[f.head];
+    EventImpl* ev = dir == 0 ? static_cast<EventImpl*>(PeekPointer(m_deliver0))
+                             : static_cast<EventImpl*>(PeekPointer(m_deliver1));
+    ev->Ref(); // the simulator's reference, dropped after the call
+    TitaSimulatorImpl::Active()->InsertReserved(a.ts, a.uid, m_context[dir], ev, a.packet);
+}
+
+void
+TitaChannel::DropInFlight()
+{
+    for (auto& f : m_inFlight)
+    {
+        const uint32_t mask = f.ring.empty() ? 0 : static_cast<uint32_t>(f.ring.size() - 1);
+        for (uint32_t i = 0; i < f.count; ++i)
+        {
+            TitaPacketFree()(f.ring[(f.head + i) & mask].packet);
+        }
+        f.ring.clear();
+        f.head = 0;
+        f.count = 0;
+    }
+}
+
+void
+TitaChannel::Deliver(int dir)
+{
+    InFlight& f = m_inFlight[dir];
+    NS_ASSERT(f.count > 0);
+    const uint32_t mask = static_cast<uint32_t>(f.ring.size() - 1);
+    TitaPacketPtr p(f.ring[f.head].packet);
+    f.head = (f.head + 1) & mask;
+    --f.count;
+    if (f.count > 0 && TitaSimulatorImpl::Active() != nullptr)
+    {
+        ScheduleHead(dir); // the next frame on this direction, as it was scheduled
+    }
+    m_dev[dir]->Receive(std::move(p));
 }
 
 Ptr<TitaNetDevice>
@@ -84,6 +173,9 @@ TitaChannel::GetDevice(std::size_t i) const
 void
 TitaChannel::DoDispose()
 {
+    m_deliver0->Detach();
+    m_deliver1->Detach();
+    DropInFlight();
     m_dev[0] = nullptr;
     m_dev[1] = nullptr;
     Channel::DoDispose();

@@ -1,6 +1,12 @@
 // A full-duplex point-to-point Ethernet link between two TitaNetDevices.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "tita-event.h"
+#include "tita-frame.h"
+
 #include "ns3/channel.h"
 #include "ns3/nstime.h"
 #include "ns3/packet.h"
@@ -18,16 +24,21 @@ class TitaNetDevice;
  * serialisation (its line rate); the channel adds the delay and delivers the
  * frame to the other end when its last bit arrives. A link can be taken down
  * (both directions silently lose every frame) and brought up again.
+ *
+ * Frames in flight in one direction arrive in the order they were sent (the
+ * sender serialises them, the delay is constant), so each direction keeps them
+ * in a FIFO and one reusable simulator event per direction delivers the oldest.
  */
 class TitaChannel : public Channel
 {
   public:
     static TypeId GetTypeId();
     TitaChannel();
+    ~TitaChannel() override;
 
     void Attach(Ptr<TitaNetDevice> device);
     /// Sends p from src; it reaches the peer txTime + delay from now.
-    void Transmit(Ptr<Packet> p, Ptr<TitaNetDevice> src, Time txTime);
+    void Transmit(TitaPacketPtr p, const TitaNetDevice* src, Time txTime);
 
     Ptr<TitaNetDevice> GetPeer(Ptr<const TitaNetDevice> self) const;
     Time GetDelay() const { return m_delay; }
@@ -41,10 +52,37 @@ class TitaChannel : public Channel
     void DoDispose() override;
 
   private:
+    /// A frame on its way, and when and as which event it arrives.
+    struct Arrival
+    {
+        TitaPacket* packet; // owned
+        uint64_t ts;        // time steps
+        uint64_t uid;
+    };
+    /// Frames on their way to m_dev[dir], oldest first (a ring). With
+    /// TitaSimulatorImpl only the oldest is in the event queue, with the time
+    /// stamp and uid it got when it was sent; the next one joins the queue when
+    /// it arrives. Otherwise every frame has its own event.
+    struct InFlight
+    {
+        std::vector<Arrival> ring;
+        uint32_t head = 0;
+        uint32_t count = 0;
+    };
+    void ScheduleHead(int dir);
+    void DropInFlight();
+    void Deliver0() { Deliver(0); }
+    void Deliver1() { Deliver(1); }
+    void Deliver(int dir);
+
     Time m_delay;
     bool m_up = true;
     Ptr<TitaNetDevice> m_dev[2];
+    uint32_t m_context[2] = {UINT32_MAX, UINT32_MAX}; // the receiving node's id, once known
     std::size_t m_nDevices = 0;
+    InFlight m_inFlight[2];
+    Ptr<TitaEvent<TitaChannel, &TitaChannel::Deliver0>> m_deliver0;
+    Ptr<TitaEvent<TitaChannel, &TitaChannel::Deliver1>> m_deliver1;
     TracedCallback<Ptr<const Packet>> m_dropTrace; // lost on a link that is down
 };
 

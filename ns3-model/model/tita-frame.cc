@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ns3/log.h"
 #include "tita/wire/frame.h"
@@ -119,6 +120,156 @@ TitaRawTrailer::Print(std::ostream& os) const
 }
 
 
+// ---------------------------------------------------------------- TitaPacket
+
+namespace
+{
+
+TitaPacket* g_freePackets = nullptr; // the simulator is single-threaded
+
+} // namespace
+
+TitaPacket*
+TitaPacket::Alloc()
+{
+    if (g_freePackets == nullptr)
+    {
+        return new TitaPacket();
+    }
+    TitaPacket* p = g_freePackets;
+    g_freePackets = p->m_nextFree;
+    p->m_nextFree = nullptr;
+    return p;
+}
+
+void
+TitaPacketFree::operator()(TitaPacket* p) const
+{
+    p->m_body.reset();
+    p->m_nextFree = g_freePackets;
+    g_freePackets = p;
+}
+
+TitaPacketPtr
+TitaPacket::Make(const uint8_t* hdr, uint32_t hdrLen, uint32_t payloadBytes, const uint8_t* tail, uint32_t tailLen)
+{
+    if (hdrLen > kHeadBytes || tailLen > kTailBytes)
+    {
+        return nullptr;
+    }
+    TitaPacketPtr p(Alloc());
+    p->m_headLen = static_cast<uint16_t>(hdrLen);
+    p->m_payloadLen = payloadBytes;
+    p->m_tailLen = static_cast<uint16_t>(tailLen);
+    std::memcpy(p->m_head, hdr, hdrLen);
+    if (tailLen > 0)
+    {
+        std::memcpy(p->m_tail, tail, tailLen);
+    }
+    return p;
+}
+
+namespace
+{
+
+/// Where the IP datagram of an Ethernet frame ends; 0 if it is not IP.
+uint32_t
+DatagramEnd(const uint8_t* f, uint32_t len)
+{
+    namespace w = ::tita::wire;
+    uint32_t l3 = sizeof(w::EthHdr);
+    uint16_t type = len >= 14 ? static_cast<uint16_t>(f[12] << 8 | f[13]) : 0;
+    if (type == w::kEtherTypeVlan && len >= 18)
+    {
+        l3 += sizeof(w::VlanTag);
+        type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+    }
+    if (type == w::kEtherTypeIpv4 && len >= l3 + 4)
+    {
+        return l3 + (static_cast<uint32_t>(f[l3 + 2]) << 8 | f[l3 + 3]);
+    }
+    if (type == w::kEtherTypeIpv6 && len >= l3 + 6)
+    {
+        return l3 + sizeof(w::Ipv6Hdr) + (static_cast<uint32_t>(f[l3 + 4]) << 8 | f[l3 + 5]);
+    }
+    return 0;
+}
+
+} // namespace
+
+TitaPacketPtr
+TitaPacket::MakeControl(const uint8_t* frame, uint32_t len)
+{
+    const uint32_t end = DatagramEnd(frame, len);
+    if (end > 0 && end < len && end <= kHeadBytes && len - end <= kTailBytes)
+    {
+        return Make(frame, end, 0, frame + end, len - end);
+    }
+    if (len <= kHeadBytes)
+    {
+        return Make(frame, len, 0, nullptr, 0);
+    }
+    return FromBytes(frame, len);
+}
+
+void
+TitaPacket::SetBody(const uint8_t* body, uint32_t len)
+{
+    m_payloadLen = len;
+    m_body.reset(new uint8_t[len]);
+    std::memcpy(m_body.get(), body, len);
+}
+
+uint32_t
+TitaPacket::CopyTo(uint8_t* buf, uint32_t cap) const
+{
+    const uint32_t n = GetSize();
+    if (n > cap)
+    {
+        return 0;
+    }
+    std::memcpy(buf, m_head, m_headLen);
+    if (m_body)
+    {
+        std::memcpy(buf + m_headLen, m_body.get(), m_payloadLen);
+    }
+    else
+    {
+        std::memset(buf + m_headLen, 0, m_payloadLen);
+    }
+    std::memcpy(buf + m_headLen + m_payloadLen, m_tail, m_tailLen);
+    return n;
+}
+
+Ptr<Packet>
+TitaPacket::ToPacket() const
+{
+    if (m_body)
+    {
+        std::vector<uint8_t> b(GetSize());
+        CopyTo(b.data(), static_cast<uint32_t>(b.size()));
+        return Create<Packet>(b.data(), static_cast<uint32_t>(b.size()));
+    }
+    return TitaFrame::MakeFramePacket(m_head, m_headLen, m_payloadLen, m_tail, m_tailLen);
+}
+
+uint16_t
+TitaPacket::Ethertype() const
+{
+    if (m_headLen < 14)
+    {
+        return 0;
+    }
+    uint16_t type = static_cast<uint16_t>(m_head[12] << 8 | m_head[13]);
+    if (type == ::tita::wire::kEtherTypeVlan && m_headLen >= 18)
+    {
+        type = static_cast<uint16_t>(m_head[16] << 8 | m_head[17]);
+    }
+    return type;
+}
+
+// ---------------------------------------------------------------- TitaFrame
+
 Ptr<Packet>
 TitaFrame::MakeFramePacket(const uint8_t* hdr,
                 uint32_t hdrLen,
@@ -160,6 +311,42 @@ AllZero(const uint8_t* p, uint32_t n)
 }
 
 } // namespace
+
+TitaPacketPtr
+TitaPacket::FromBytes(const uint8_t* frame, uint32_t len)
+{
+    ::tita::wire::Packet pkt;
+    const auto e = ::tita::wire::parse(frame,
+                                       len,
+                                       &pkt,
+                                       {.verify_icrc = false, .verify_ip_checksum = false});
+    if (e == ::tita::wire::ParseError::kOk && pkt.payload_len > 0 && pkt.payload_offset <= kHeadBytes &&
+        len - pkt.payload_offset - pkt.payload_len <= kTailBytes)
+    {
+        const uint32_t tailAt = pkt.payload_offset + pkt.payload_len;
+        TitaPacketPtr p = Make(frame, pkt.payload_offset, pkt.payload_len, frame + tailAt, len - tailAt);
+        if (!AllZero(frame + pkt.payload_offset, pkt.payload_len))
+        {
+            p->SetBody(frame + pkt.payload_offset, pkt.payload_len);
+        }
+        return p;
+    }
+    if (e == ::tita::wire::ParseError::kOk && pkt.payload_len == 0)
+    {
+        const uint32_t end = DatagramEnd(frame, len);
+        if (end > 0 && end < len && end <= kHeadBytes && len - end <= kTailBytes)
+        {
+            return Make(frame, end, 0, frame + end, len - end);
+        }
+    }
+    if (len <= kHeadBytes)
+    {
+        return Make(frame, len, 0, nullptr, 0);
+    }
+    TitaPacketPtr p = Make(frame, kHeadBytes, 0, nullptr, 0);
+    p->SetBody(frame + kHeadBytes, len - kHeadBytes);
+    return p;
+}
 
 Ptr<Packet>
 TitaFrame::FramePacketFromBytes(const uint8_t* frame, uint32_t len)
@@ -225,6 +412,28 @@ TitaFrame::MakePfcPacket(Mac48Address src, uint8_t classEnable, const uint16_t q
         pfc->quanta[i].set((classEnable >> i & 1) ? quanta[i] : 0);
     }
     return Create<Packet>(f, sizeof(f));
+}
+
+TitaPacketPtr
+TitaFrame::MakePfcFrame(Mac48Address src, uint8_t classEnable, const uint16_t quanta[8])
+{
+    const Ptr<Packet> p = MakePfcPacket(src, classEnable, quanta);
+    uint8_t f[kMinFrameBytes];
+    p->CopyData(f, sizeof(f));
+    return TitaPacket::Make(f, sizeof(f), 0, nullptr, 0);
+}
+
+bool
+TitaFrame::ParsePfcFrame(const TitaPacket& p, uint8_t* classEnable, uint16_t quanta[8])
+{
+    namespace w = ::tita::wire;
+    uint8_t f[kMaxFrameBytes];
+    const uint32_t n = p.CopyTo(f, sizeof(f));
+    if (n < sizeof(w::EthHdr) + sizeof(w::PfcFrame))
+    {
+        return false;
+    }
+    return ParsePfcPacket(Create<Packet>(f, n), classEnable, quanta);
 }
 
 bool

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "ns3/header.h"
 #include "ns3/mac48-address.h"
@@ -79,6 +80,86 @@ class TitaRawTrailer : public Trailer
     uint8_t m_data[kMaxBytes];
 };
 
+class TitaPacket;
+
+/// Owner of a TitaPacket: frames move from queue to wire to queue, never shared.
+struct TitaPacketFree
+{
+    void operator()(TitaPacket* p) const;
+};
+using TitaPacketPtr = std::unique_ptr<TitaPacket, TitaPacketFree>;
+
+/**
+ * \ingroup tita
+ * A frame in flight inside the model: its real bytes before the payload (head:
+ * Ethernet through the transport headers, or the whole frame when it has no
+ * payload), the payload as virtual zeros (or, rarely, real bytes), and the real
+ * bytes after it (tail: pad, ICRC, telemetry trailer). Fixed-size, pooled: making,
+ * editing and freeing one allocates nothing once the pool is warm, and nothing is
+ * serialised until a trace asks for an ns3::Packet (ToPacket()).
+ */
+class alignas(64) TitaPacket
+{
+  public:
+    /// Real bytes before the payload: Ethernet through the transport headers
+    /// (98 B at most), or a whole short frame.
+    static constexpr uint32_t kHeadBytes = 128;
+    /// Real bytes after the payload (or after the IP datagram of a frame without
+    /// one): pad, ICRC and a full telemetry trailer, plus room for one more INT
+    /// record.
+    static constexpr uint32_t kTailBytes = 120;
+
+    /// hdrLen real bytes, payloadBytes virtual zeros, tailLen real bytes; nullptr
+    /// if head or tail are too long.
+    static TitaPacketPtr Make(const uint8_t* hdr,
+                              uint32_t hdrLen,
+                              uint32_t payloadBytes,
+                              const uint8_t* tail,
+                              uint32_t tailLen);
+    /// A frame without payload (ACK, NAK, CNP): the bytes after the IP datagram
+    /// (the telemetry trailer) go to the tail.
+    static TitaPacketPtr MakeControl(const uint8_t* frame, uint32_t len);
+    /// The frame in `frame`: RoCEv2 frames keep an all-zero payload virtual; any
+    /// other bytes are kept as they are.
+    static TitaPacketPtr FromBytes(const uint8_t* frame, uint32_t len);
+    /// Also sets the real payload bytes (copied), for frames from real memory.
+    void SetBody(const uint8_t* body, uint32_t len);
+
+    uint32_t GetSize() const { return m_headLen + m_payloadLen + m_tailLen; }
+    uint32_t HeadLen() const { return m_headLen; }
+    uint32_t PayloadLen() const { return m_payloadLen; }
+    uint32_t TailLen() const { return m_tailLen; }
+    uint8_t* Head() { return m_head; }
+    const uint8_t* Head() const { return m_head; }
+    uint8_t* Tail() { return m_tail; }
+    const uint8_t* Tail() const { return m_tail; }
+    /// Real payload bytes, nullptr when virtual zeros.
+    const uint8_t* Body() const { return m_body.get(); }
+    void GrowHead(uint32_t n) { m_headLen += n; }
+    void GrowTail(uint32_t n) { m_tailLen += n; }
+
+    /// Copies the whole frame into buf (cap bytes); returns its length, 0 if it does not fit.
+    uint32_t CopyTo(uint8_t* buf, uint32_t cap) const;
+    /// The frame as an ns3::Packet (real head and tail, virtual zero payload), for traces and pcap.
+    Ptr<Packet> ToPacket() const;
+    /// Ethertype (after an 802.1Q tag if present); 0 if too short.
+    uint16_t Ethertype() const;
+
+  private:
+    friend struct TitaPacketFree;
+    static TitaPacket* Alloc();
+
+    // Laid out for the switch's reads: lengths and headers in the first two
+    // cache lines, the telemetry trailer in the next two.
+    uint32_t m_payloadLen = 0;
+    uint16_t m_headLen = 0;
+    uint16_t m_tailLen = 0;
+    uint8_t m_head[kHeadBytes];
+    uint8_t m_tail[kTailBytes];
+    std::unique_ptr<uint8_t[]> m_body;
+    TitaPacket* m_nextFree = nullptr;
+};
+
 /**
  * \ingroup tita
  * Frames as packets: building, flattening, PFC frames.
@@ -115,9 +196,12 @@ class TitaFrame
     /// An IEEE 802.1Qbb PFC frame from src: quanta[prio] for each priority whose bit
     /// is set in classEnable (0 quanta = resume). Padded to the Ethernet minimum.
     static Ptr<Packet> MakePfcPacket(Mac48Address src, uint8_t classEnable, const uint16_t quanta[8]);
+    /// The same PFC frame as a TitaPacket.
+    static TitaPacketPtr MakePfcFrame(Mac48Address src, uint8_t classEnable, const uint16_t quanta[8]);
 
     /// Reads a PFC frame. Returns false if p is not one.
     static bool ParsePfcPacket(const Ptr<const Packet>& p, uint8_t* classEnable, uint16_t quanta[8]);
+    static bool ParsePfcFrame(const TitaPacket& p, uint8_t* classEnable, uint16_t quanta[8]);
 };
 
 } // namespace ns3

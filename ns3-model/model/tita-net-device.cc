@@ -2,6 +2,7 @@
 
 #include "tita-channel.h"
 #include "tita-frame.h"
+#include "tita-trace.h"
 
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -23,7 +24,7 @@ TitaNetDevice::GetTypeId()
             .AddAttribute("DataRate",
                           "Line rate of the port",
                           DataRateValue(DataRate("100Gbps")),
-                          MakeDataRateAccessor(&TitaNetDevice::m_bps),
+                          MakeDataRateAccessor(&TitaNetDevice::SetDataRate, &TitaNetDevice::GetDataRate),
                           MakeDataRateChecker())
             .AddAttribute("Mtu",
                           "Largest frame payload (bytes), for NetDevice::GetMtu",
@@ -32,19 +33,19 @@ TitaNetDevice::GetTypeId()
                           MakeUintegerChecker<uint16_t>())
             .AddTraceSource("PhyTxBegin",
                             "A frame starts leaving on the wire",
-                            MakeTraceSourceAccessor(&TitaNetDevice::m_phyTxBeginTrace),
+                            MakeNotifyingTraceSourceAccessor(&TitaNetDevice::m_phyTxBeginTrace, &TitaNetDevice::OnPacketTraceConnected),
                             "ns3::Packet::TracedCallback")
             .AddTraceSource("PhyRxEnd",
                             "A frame has arrived (last bit)",
-                            MakeTraceSourceAccessor(&TitaNetDevice::m_phyRxEndTrace),
+                            MakeNotifyingTraceSourceAccessor(&TitaNetDevice::m_phyRxEndTrace, &TitaNetDevice::OnPacketTraceConnected),
                             "ns3::Packet::TracedCallback")
             .AddTraceSource("Sniffer",
                             "Every frame sent or received (for pcap)",
-                            MakeTraceSourceAccessor(&TitaNetDevice::m_snifferTrace),
+                            MakeNotifyingTraceSourceAccessor(&TitaNetDevice::m_snifferTrace, &TitaNetDevice::OnPacketTraceConnected),
                             "ns3::Packet::TracedCallback")
             .AddTraceSource("PromiscSniffer",
                             "Every frame sent or received (for pcap)",
-                            MakeTraceSourceAccessor(&TitaNetDevice::m_promiscSnifferTrace),
+                            MakeNotifyingTraceSourceAccessor(&TitaNetDevice::m_promiscSnifferTrace, &TitaNetDevice::OnPacketTraceConnected),
                             "ns3::Packet::TracedCallback")
             .AddTraceSource("PfcRx",
                             "A PFC frame arrived: priority, quanta (0 = resume)",
@@ -57,7 +58,11 @@ TitaNetDevice::GetTypeId()
     return tid;
 }
 
-TitaNetDevice::TitaNetDevice() = default;
+TitaNetDevice::TitaNetDevice()
+    : m_txCompleteEvent(Create<TitaEvent<TitaNetDevice, &TitaNetDevice::TransmitComplete>>(this))
+{
+}
+
 TitaNetDevice::~TitaNetDevice() = default;
 
 void
@@ -67,6 +72,7 @@ TitaNetDevice::DoDispose()
     {
         e.Cancel();
     }
+    m_txCompleteEvent->Detach();
     m_control.clear();
     m_node = nullptr;
     m_channel = nullptr;
@@ -91,22 +97,28 @@ TitaNetDevice::GetPeer() const
 Time
 TitaNetDevice::WireTime(uint32_t bytes) const
 {
+    if (bytes == m_wireTimeBytes)
+    {
+        return m_wireTime;
+    }
     const uint64_t bits = uint64_t{bytes + TitaFrame::kWireOverheadBytes} * 8;
     // Picoseconds, rounded up: a frame never takes less than its bits.
-    const uint64_t ps = (bits * 1'000'000'000'000ULL + m_bps.GetBitRate() - 1) / m_bps.GetBitRate();
-    return PicoSeconds(ps);
+    const uint64_t ps = (bits * 1'000'000'000'000ULL + m_bitRate - 1) / m_bitRate;
+    m_wireTimeBytes = bytes;
+    m_wireTime = PicoSeconds(ps);
+    return m_wireTime;
 }
 
 bool
 TitaNetDevice::IsPaused(uint8_t priority) const
 {
-    return m_pausedUntil[priority] > Simulator::Now();
+    return m_pausedUntil[priority] > TitaSimulatorImpl::NowTime();
 }
 
 bool
 TitaNetDevice::IsTransmitting() const
 {
-    return m_busyUntil > Simulator::Now();
+    return m_busyUntil > TitaSimulatorImpl::NowTime();
 }
 
 void
@@ -116,18 +128,18 @@ TitaNetDevice::TryTransmit()
     {
         return;
     }
-    const Time now = Simulator::Now();
+    const Time now = TitaSimulatorImpl::NowTime();
     if (m_busyUntil > now)
     {
         // Something to send behind a frame still on the wire: come back when it is out.
         m_completionPending = true;
-        Simulator::Schedule(m_busyUntil - now, &TitaNetDevice::TransmitComplete, this);
+        m_txCompleteEvent->Schedule(m_busyUntil - now);
         return;
     }
-    Ptr<Packet> p;
+    TitaPacketPtr p;
     if (!m_control.empty())
     {
-        p = m_control.front();
+        p = std::move(m_control.front());
         m_control.pop_front();
     }
     else
@@ -138,20 +150,37 @@ TitaNetDevice::TryTransmit()
     {
         return;
     }
-    const Time txTime = WireTime(p->GetSize());
+    const uint32_t size = p->GetSize();
+    const Time txTime = WireTime(size);
     m_busyUntil = now + txTime;
-    m_txWireBytes += p->GetSize() + TitaFrame::kWireOverheadBytes;
-    m_phyTxBeginTrace(p);
-    m_snifferTrace(p);
-    m_promiscSnifferTrace(p);
+    m_txWireBytes += size + TitaFrame::kWireOverheadBytes;
+    TraceTx(*p);
     // An event when the wire frees only if frames wait: a frame leaving an empty
     // queue costs one event per link (its arrival), not two.
     if (!m_control.empty() || HasMoreToSend())
     {
         m_completionPending = true;
-        Simulator::Schedule(txTime, &TitaNetDevice::TransmitComplete, this);
+        m_txCompleteEvent->Schedule(txTime);
     }
-    m_channel->Transmit(p, this, txTime);
+    m_channel->Transmit(std::move(p), this, txTime);
+}
+
+void
+TitaNetDevice::DoTraceTx(const TitaPacket& p)
+{
+    const Ptr<Packet> pk = p.ToPacket();
+    m_phyTxBeginTrace(pk);
+    m_snifferTrace(pk);
+    m_promiscSnifferTrace(pk);
+}
+
+void
+TitaNetDevice::DoTraceRx(const TitaPacket& p)
+{
+    const Ptr<Packet> pk = p.ToPacket();
+    m_phyRxEndTrace(pk);
+    m_snifferTrace(pk);
+    m_promiscSnifferTrace(pk);
 }
 
 void
@@ -173,25 +202,23 @@ TitaNetDevice::OnResume(uint8_t)
 }
 
 void
-TitaNetDevice::Receive(Ptr<Packet> p)
+TitaNetDevice::Receive(TitaPacketPtr p)
 {
-    m_phyRxEndTrace(p);
-    m_snifferTrace(p);
-    m_promiscSnifferTrace(p);
-    if (m_pfcInDevice && TitaFrame::PeekEthertype(p) == 0x8808)
+    TraceRx(*p);
+    if (m_pfcInDevice && p->Ethertype() == 0x8808)
     {
-        HandlePfc(p);
+        HandlePfc(*p);
         return;
     }
-    DoReceive(p);
+    DoReceive(std::move(p));
 }
 
 void
-TitaNetDevice::HandlePfc(Ptr<Packet> p)
+TitaNetDevice::HandlePfc(const TitaPacket& p)
 {
     uint8_t enable = 0;
     uint16_t quanta[8];
-    if (!TitaFrame::ParsePfcPacket(p, &enable, quanta))
+    if (!TitaFrame::ParsePfcFrame(p, &enable, quanta))
     {
         NS_LOG_WARN("MAC control frame that is not PFC ignored");
         return;
@@ -214,7 +241,7 @@ TitaNetDevice::HandlePfc(Ptr<Packet> p)
         }
         ++m_pfcPausesRx;
         // One quantum is 512 bit times at this port's speed.
-        const uint64_t ps = uint64_t{quanta[prio]} * 512 * 1'000'000'000'000ULL / m_bps.GetBitRate();
+        const uint64_t ps = uint64_t{quanta[prio]} * 512 * 1'000'000'000'000ULL / m_bitRate;
         m_pausedUntil[prio] = now + PicoSeconds(ps);
         NS_LOG_LOGIC("XOFF priority " << +prio << " until " << m_pausedUntil[prio]);
         m_resumeEvent[prio] = Simulator::Schedule(PicoSeconds(ps), &TitaNetDevice::Resume, this, prio);
@@ -238,13 +265,13 @@ TitaNetDevice::SendPfc(uint8_t priority, uint16_t quanta)
         ++m_pfcPausesTx;
     }
     m_pfcTxTrace(priority, quanta);
-    SendControlFrame(TitaFrame::MakePfcPacket(m_address, static_cast<uint8_t>(1u << priority), q));
+    SendControlFrame(TitaFrame::MakePfcFrame(m_address, static_cast<uint8_t>(1u << priority), q));
 }
 
 void
-TitaNetDevice::SendControlFrame(Ptr<Packet> p)
+TitaNetDevice::SendControlFrame(TitaPacketPtr p)
 {
-    m_control.push_back(p);
+    m_control.push_back(std::move(p));
     TryTransmit();
 }
 

@@ -6,6 +6,9 @@
 #include <array>
 #include <deque>
 
+#include "tita-event.h"
+#include "tita-frame.h"
+
 #include "ns3/data-rate.h"
 #include "ns3/event-id.h"
 #include "ns3/mac48-address.h"
@@ -38,10 +41,15 @@ class TitaNetDevice : public NetDevice
 
     bool Attach(Ptr<TitaChannel> channel);
     /// From the channel: a frame whose last bit has arrived.
-    void Receive(Ptr<Packet> p);
+    void Receive(TitaPacketPtr p);
 
     DataRate GetDataRate() const { return m_bps; }
-    void SetDataRate(DataRate rate) { m_bps = rate; }
+    void SetDataRate(DataRate rate)
+    {
+        m_bps = rate;
+        m_bitRate = rate.GetBitRate();
+        m_wireTimeBytes = UINT32_MAX;
+    }
     bool IsTransmitting() const;
     bool IsPaused(uint8_t priority) const;
     /// Bytes put on the wire so far, frames' own bytes plus the 24 bytes of overhead each.
@@ -55,7 +63,7 @@ class TitaNetDevice : public NetDevice
     /// Sends a PFC frame: pause (quanta > 0) or resume (0) `priority`.
     void SendPfc(uint8_t priority, uint16_t quanta);
     /// Sends a MAC control frame ahead of any queued data.
-    void SendControlFrame(Ptr<Packet> p);
+    void SendControlFrame(TitaPacketPtr p);
     /// Starts the next frame if the wire is free.
     void TryTransmit();
 
@@ -97,9 +105,9 @@ class TitaNetDevice : public NetDevice
     void DoDispose() override;
 
     /// The next frame to send, skipping paused priorities; nullptr if none.
-    virtual Ptr<Packet> DequeueNext() = 0;
+    virtual TitaPacketPtr DequeueNext() = 0;
     /// A frame other than PFC arrived.
-    virtual void DoReceive(Ptr<Packet> p) = 0;
+    virtual void DoReceive(TitaPacketPtr p) = 0;
     /// Whether frames wait behind the one starting now (then the device needs an
     /// event when the wire frees; otherwise the next frame finds the wire free
     /// or schedules that event itself).
@@ -126,9 +134,31 @@ class TitaNetDevice : public NetDevice
 
   private:
     void TransmitComplete();
-    void HandlePfc(Ptr<Packet> p);
+    void HandlePfc(const TitaPacket& p);
+    /// Fires the packet traces (as ns3::Packets, made only when someone listens).
+    void TraceTx(const TitaPacket& p)
+    {
+        if (m_packetTraced)
+        {
+            DoTraceTx(p);
+        }
+    }
+    void TraceRx(const TitaPacket& p)
+    {
+        if (m_packetTraced)
+        {
+            DoTraceRx(p);
+        }
+    }
+    void DoTraceTx(const TitaPacket& p);
+    void DoTraceRx(const TitaPacket& p);
+    void OnPacketTraceConnected()
+    {
+        m_packetTraced = true;
+    }
     void Resume(uint8_t priority);
 
+    bool m_packetTraced = false; // a sink was connected to a per-packet trace
     uint32_t m_ifIndex = 0;
     uint16_t m_mtu = 9000;
     Time m_busyUntil;             // the wire carries a frame until then
@@ -136,7 +166,11 @@ class TitaNetDevice : public NetDevice
     uint64_t m_txWireBytes = 0;
     uint64_t m_pfcPausesRx = 0;
     uint64_t m_pfcPausesTx = 0;
-    std::deque<Ptr<Packet>> m_control; // MAC control frames, before any data
+    std::deque<TitaPacketPtr> m_control; // MAC control frames, before any data
+    Ptr<TitaEvent<TitaNetDevice, &TitaNetDevice::TransmitComplete>> m_txCompleteEvent;
+    uint64_t m_bitRate = 0;                  // m_bps, b/s
+    mutable uint32_t m_wireTimeBytes = UINT32_MAX; // the last WireTime() asked (frames repeat sizes)
+    mutable Time m_wireTime;
     std::array<Time, kPriorities> m_pausedUntil{};
     std::array<EventId, kPriorities> m_resumeEvent;
     TracedCallback<> m_linkChangeCallbacks;

@@ -2,6 +2,7 @@
 
 #include "tita-channel.h"
 #include "tita-frame.h"
+#include "tita-trace.h"
 
 #include "ns3/boolean.h"
 #include "ns3/double.h"
@@ -37,7 +38,7 @@ TitaSwitchNetDevice::GetTypeId()
             .AddConstructor<TitaSwitchNetDevice>()
             .AddTraceSource("QueueLength",
                             "Egress queue changed: priority, queue bytes, port bytes",
-                            MakeTraceSourceAccessor(&TitaSwitchNetDevice::m_queueTrace),
+                            MakeNotifyingTraceSourceAccessor(&TitaSwitchNetDevice::m_queueTrace, &TitaSwitchNetDevice::OnQueueTraceConnected),
                             "ns3::TitaSwitchNetDevice::QueueTracedCallback")
             .AddTraceSource("Drop",
                             "A packet dropped for this port: priority, reason "
@@ -64,13 +65,23 @@ TitaSwitchNetDevice::SetSwitch(Ptr<TitaSwitchNode> sw, uint16_t port)
 }
 
 void
+TitaSwitchNetDevice::OnQueueTraceConnected()
+{
+    m_queueTraced = true;
+    if (m_switch)
+    {
+        m_switch->UpdateHooks();
+    }
+}
+
+void
 TitaSwitchNetDevice::DoDispose()
 {
     m_switch = nullptr;
     TitaNetDevice::DoDispose();
 }
 
-Ptr<Packet>
+TitaPacketPtr
 TitaSwitchNetDevice::DequeueNext()
 {
     return m_switch->Dequeue(m_port);
@@ -83,9 +94,9 @@ TitaSwitchNetDevice::HasMoreToSend() const
 }
 
 void
-TitaSwitchNetDevice::DoReceive(Ptr<Packet> p)
+TitaSwitchNetDevice::DoReceive(TitaPacketPtr p)
 {
-    m_switch->Receive(m_port, p);
+    m_switch->Receive(m_port, std::move(p));
 }
 
 // ---------------------------------------------------------------- switch
@@ -181,7 +192,8 @@ TitaSwitchNode::GetTypeId()
                           MakeStringAccessor(&TitaSwitchNode::m_dodgeField),
                           MakeStringChecker())
             .AddAttribute("DodgeMask",
-                          "Bits of the dodge field that carry the offset",
+                          "Bits of the dodge field that carry the offset (0: 0x07 of the DSCP, "
+                          "0x000f of the UDP source port)",
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_dodgeMask),
                           MakeUintegerChecker<uint16_t>())
@@ -209,8 +221,7 @@ TitaSwitchNode::GetTypeId()
 }
 
 TitaSwitchNode::TitaSwitchNode()
-    : m_hdr(256),
-      m_pfcBuf(128)
+    : m_pfcBuf(128)
 {
 }
 
@@ -219,7 +230,7 @@ TitaSwitchNode::~TitaSwitchNode() = default;
 void
 TitaSwitchNode::DoDispose()
 {
-    Ptr<Packet> p;
+    TitaPacketPtr p;
     while (m_core.drain(&p))
     {
     }
@@ -246,7 +257,7 @@ TitaSwitchNode::AddPort(Ptr<TitaSwitchNetDevice> port)
 uint64_t
 TitaSwitchNode::NowNs() const
 {
-    return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+    return TitaSimulatorImpl::NowNs();
 }
 
 void
@@ -303,7 +314,11 @@ TitaSwitchNode::Setup()
     {
         NS_ABORT_MSG_IF(m_dodgeField != "none", "DodgeField must be none, dscp or udp-sport");
     }
-    cfg.ecmp.dodge_mask = m_dodgeMask;
+    // DodgeMask 0: the field's default, as tita-switch and the engine use it.
+    cfg.ecmp.dodge_mask = m_dodgeMask ? m_dodgeMask
+                          : cfg.ecmp.dodge_field == fab::DodgeField::kDscp ? uint16_t{0x07}
+                          : cfg.ecmp.dodge_field == fab::DodgeField::kUdpSport ? uint16_t{0x000f}
+                                                                               : uint16_t{0};
     cfg.ecmp.dodge_stride = m_dodgeStride;
     cfg.classify.trust_pcp = m_trustPcp;
     cfg.int_enabled = m_int;
@@ -313,15 +328,33 @@ TitaSwitchNode::Setup()
         m_maxPackets ? m_maxPackets : static_cast<uint32_t>(std::max<uint64_t>(1024, m_bufferBytes / 1024));
     std::string err;
     NS_ABORT_MSG_IF(m_core.init(cfg, &err) != 0, "switch " << GetId() << ": " << err);
+    m_ready = true;
+    UpdateHooks();
+    m_portEvent.resize(m_ports.size());
+    m_portEventNs.assign(m_ports.size(), UINT64_MAX);
+}
+
+void
+TitaSwitchNode::UpdateHooks()
+{
+    if (!m_ready)
+    {
+        return; // Setup() installs them
+    }
     fab::Hooks hooks;
     hooks.ctx = this;
-    hooks.qlen = &TitaSwitchNode::OnQlen;
+    // Queue length after every enqueue and dequeue only while a port's
+    // QueueLength trace has a sink: it costs a call per packet.
+    for (const auto& port : m_ports)
+    {
+        if (port->IsQueueTraced())
+        {
+            hooks.qlen = &TitaSwitchNode::OnQlen;
+        }
+    }
     hooks.drop = &TitaSwitchNode::OnDrop;
     hooks.pfc = &TitaSwitchNode::OnPfc;
     m_core.set_hooks(hooks);
-    m_portEvent.resize(m_ports.size());
-    m_portEventNs.assign(m_ports.size(), UINT64_MAX);
-    m_ready = true;
 }
 
 int
@@ -375,42 +408,47 @@ TitaSwitchNode::GetDrops() const
 }
 
 void
-TitaSwitchNode::Receive(uint16_t port, Ptr<Packet> p)
+TitaSwitchNode::Receive(uint16_t port, TitaPacketPtr p)
 {
     const uint64_t now = NowNs();
-    // The data plane reads headers and the telemetry trailer; the payload stays virtual.
+    // The data plane reads the real bytes: the head and the telemetry trailer at
+    // the end of the tail; the payload stays virtual.
+    const uint8_t* h = p->Head();
+    const uint32_t n = p->HeadLen();
     const uint32_t size = p->GetSize();
-    const uint32_t n = p->CopyData(m_hdr.data(), std::min<uint32_t>(size, 128));
     fab::FrameRef f;
-    f.data = m_hdr.data();
+    f.data = h;
     f.data_len = n;
     f.frame_bytes = size;
-    TitaRawTrailer trailer;
-    // Bytes after the IP datagram (the telemetry trailer) are read apart.
+    // Where the IP datagram ends: the telemetry trailer follows it.
     uint32_t l3 = sizeof(wire::EthHdr);
-    uint16_t type = n >= 14 ? static_cast<uint16_t>(m_hdr[12] << 8 | m_hdr[13]) : 0;
+    uint16_t type = n >= 14 ? static_cast<uint16_t>(h[12] << 8 | h[13]) : 0;
     if (type == wire::kEtherTypeVlan && n >= 18)
     {
         l3 += sizeof(wire::VlanTag);
-        type = static_cast<uint16_t>(m_hdr[16] << 8 | m_hdr[17]);
+        type = static_cast<uint16_t>(h[16] << 8 | h[17]);
     }
     uint32_t dgEnd = 0;
     if (type == wire::kEtherTypeIpv4 && n >= l3 + 4)
     {
-        dgEnd = l3 + (static_cast<uint32_t>(m_hdr[l3 + 2]) << 8 | m_hdr[l3 + 3]);
+        dgEnd = l3 + (static_cast<uint32_t>(h[l3 + 2]) << 8 | h[l3 + 3]);
     }
     else if (type == wire::kEtherTypeIpv6 && n >= l3 + 6)
     {
-        dgEnd = l3 + sizeof(wire::Ipv6Hdr) + (static_cast<uint32_t>(m_hdr[l3 + 4]) << 8 | m_hdr[l3 + 5]);
+        dgEnd = l3 + sizeof(wire::Ipv6Hdr) + (static_cast<uint32_t>(h[l3 + 4]) << 8 | h[l3 + 5]);
     }
-    if (dgEnd > 0 && dgEnd < size && size - dgEnd <= TitaRawTrailer::kMaxBytes - 16)
+    const uint32_t tailAt = n + p->PayloadLen();
+    if (dgEnd >= tailAt && dgEnd < size && p->TailLen() > 0)
     {
-        trailer.SetSize(size - dgEnd);
-        p->PeekTrailer(trailer);
-        f.trailer = trailer.Data();
+        // After the payload (data frames): the trailer apart, room behind it.
+        f.trailer = p->Tail() + (dgEnd - tailAt);
         f.trailer_len = size - dgEnd;
-        f.trailer_room = 16;
-        f.data_len = std::min(n, dgEnd);
+        f.trailer_room = TitaPacket::kTailBytes - p->TailLen();
+    }
+    else if (dgEnd > 0 && p->PayloadLen() == 0 && p->TailLen() == 0)
+    {
+        // The whole frame is in the head (ACK, NAK, CNP): the trailer is in the frame.
+        f.trailer_room = TitaPacket::kHeadBytes - n;
     }
     const fab::RxResult r = m_core.receive(port, p, f, now);
     if (r.verdict == fab::Verdict::kQueued)
@@ -425,11 +463,11 @@ TitaSwitchNode::Receive(uint16_t port, Ptr<Packet> p)
     SchedulePoll();
 }
 
-Ptr<Packet>
+TitaPacketPtr
 TitaSwitchNode::Dequeue(uint16_t port)
 {
     const uint64_t now = NowNs();
-    Ptr<Packet> p;
+    TitaPacketPtr p;
     fab::EgressEdit e;
     if (!m_core.dequeue(port, now, &p, &e))
     {
@@ -442,27 +480,21 @@ TitaSwitchNode::Dequeue(uint16_t port)
     }
     if (e.any())
     {
-        // Headers through the IP header, and the trailer, come out as real
-        // bytes, get edited by fabric's apply_edit, and go back.
-        const uint32_t hdrLen =
-            std::min<uint32_t>(p->GetSize(), e.l3_offset + ((e.flags & fab::EgressEdit::kIpv6) ? 40 : 20));
-        TitaRawHeader h;
-        p->RemoveHeader(h, hdrLen);
-        uint8_t tail[TitaRawTrailer::kMaxBytes];
-        uint32_t tailLen = 0;
-        if (e.flags & (fab::EgressEdit::kPushHop | fab::EgressEdit::kOverflow))
+        // Edited in place: headers in the head; the trailer at the end of the
+        // tail, or in the head when the frame has no payload.
+        if (!(e.flags & (fab::EgressEdit::kPushHop | fab::EgressEdit::kOverflow)))
         {
-            TitaRawTrailer t;
-            t.SetSize(e.trailer_len);
-            p->RemoveTrailer(t);
-            std::memcpy(tail, t.Data(), e.trailer_len);
-            tailLen = e.trailer_len + e.grow_bytes;
+            fab::apply_edit(e, p->Head(), nullptr);
         }
-        fab::apply_edit(e, h.MutableData(), tail);
-        p->AddHeader(h);
-        if (tailLen > 0)
+        else if (e.trailer_offset != 0)
         {
-            p->AddTrailer(TitaRawTrailer(tail, tailLen));
+            fab::apply_edit(e, p->Head());
+            p->GrowHead(e.grow_bytes);
+        }
+        else
+        {
+            fab::apply_edit(e, p->Head(), p->Tail() + (p->TailLen() - e.trailer_len));
+            p->GrowTail(e.grow_bytes);
         }
     }
     return p;
@@ -480,7 +512,7 @@ TitaSwitchNode::SendPendingPfc()
     int len;
     while ((len = m_core.pfc_frame(&port, m_pfcBuf.data(), static_cast<uint32_t>(m_pfcBuf.size()), now)) > 0)
     {
-        m_ports[port]->SendControlFrame(Create<Packet>(m_pfcBuf.data(), static_cast<uint32_t>(len)));
+        m_ports[port]->SendControlFrame(TitaPacket::Make(m_pfcBuf.data(), static_cast<uint32_t>(len), 0, nullptr, 0));
     }
 }
 
@@ -504,7 +536,7 @@ TitaSwitchNode::SchedulePoll()
     m_pollEvent.Cancel();
     m_pollNs = t;
     const Time at = NanoSeconds(t);
-    const Time now = Simulator::Now();
+    const Time now = TitaSimulatorImpl::NowTime();
     m_pollEvent = Simulator::Schedule(at > now ? at - now : Time(0), &TitaSwitchNode::Poll, this);
 }
 
@@ -518,7 +550,7 @@ TitaSwitchNode::ArmPort(uint16_t port, uint64_t atNs)
     m_portEvent[port].Cancel();
     m_portEventNs[port] = atNs;
     const Time at = NanoSeconds(atNs);
-    const Time now = Simulator::Now();
+    const Time now = TitaSimulatorImpl::NowTime();
     m_portEvent[port] = Simulator::Schedule(at > now ? at - now : Time(0), &TitaSwitchNode::WakePort, this, port);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tita-frame.h"
 #include "tita-net-device.h"
 
 #include "ns3/event-id.h"
@@ -34,6 +35,8 @@ class TitaSwitchNetDevice : public TitaNetDevice
 
     void SetSwitch(Ptr<TitaSwitchNode> sw, uint16_t port);
     uint16_t GetPort() const { return m_port; }
+    /// Whether a sink was ever connected to QueueLength.
+    bool IsQueueTraced() const { return m_queueTraced; }
 
     /// Queue length trace signature: priority, queue bytes, port bytes.
     typedef void (*QueueTracedCallback)(uint8_t priority, uint64_t queueBytes, uint64_t portBytes);
@@ -49,13 +52,16 @@ class TitaSwitchNetDevice : public TitaNetDevice
 
   protected:
     void DoDispose() override;
-    Ptr<Packet> DequeueNext() override;
-    void DoReceive(Ptr<Packet> p) override;
+    TitaPacketPtr DequeueNext() override;
+    void DoReceive(TitaPacketPtr p) override;
     bool HasMoreToSend() const override;
 
   private:
+    void OnQueueTraceConnected();
+
     Ptr<TitaSwitchNode> m_switch;
     uint16_t m_port = 0;
+    bool m_queueTraced = false;
 };
 
 /**
@@ -87,12 +93,14 @@ class TitaSwitchNode : public Node
     void SetFault(uint16_t port, const tita::fabric::FaultConfig& fault);
 
     const tita::fabric::SwitchCore& GetCore() const { return m_core; }
+    /// Installs the data plane's hooks for the traces that have sinks.
+    void UpdateHooks();
     uint64_t GetPfcPausesSent() const;
     uint64_t GetDrops() const;
 
     // From the ports.
-    void Receive(uint16_t port, Ptr<Packet> p);
-    Ptr<Packet> Dequeue(uint16_t port);
+    void Receive(uint16_t port, TitaPacketPtr p);
+    TitaPacketPtr Dequeue(uint16_t port);
 
   protected:
     void DoDispose() override;
@@ -133,14 +141,13 @@ class TitaSwitchNode : public Node
     uint64_t m_seed;
     bool m_trustPcp;
 
-    tita::fabric::Switch<Ptr<Packet>> m_core;
+    tita::fabric::Switch<TitaPacketPtr> m_core;
     bool m_ready = false;
     std::vector<Ptr<TitaSwitchNetDevice>> m_ports;
     std::vector<EventId> m_portEvent;
     std::vector<uint64_t> m_portEventNs;
     EventId m_pollEvent;
     uint64_t m_pollNs = UINT64_MAX;
-    std::vector<uint8_t> m_hdr;
     std::vector<uint8_t> m_pfcBuf;
 };
 

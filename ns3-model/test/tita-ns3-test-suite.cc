@@ -366,7 +366,7 @@ class ScriptedPeer : public TitaNetDevice
     uint32_t m_myQpn = 0x99;
     Ipv4Address m_myIp{"11.0.9.1"};
     Time m_ackDelay = MicroSeconds(8);
-    std::deque<Ptr<Packet>> m_out;
+    std::deque<TitaPacketPtr> m_out;
 
   protected:
     bool HasMoreToSend() const override
@@ -374,21 +374,21 @@ class ScriptedPeer : public TitaNetDevice
         return !m_out.empty();
     }
 
-    Ptr<Packet> DequeueNext() override
+    TitaPacketPtr DequeueNext() override
     {
         if (m_out.empty())
         {
             return nullptr;
         }
-        Ptr<Packet> p = m_out.front();
+        TitaPacketPtr p = std::move(m_out.front());
         m_out.pop_front();
         return p;
     }
 
-    void DoReceive(Ptr<Packet> p) override
+    void DoReceive(TitaPacketPtr p) override
     {
         std::vector<uint8_t> buf(p->GetSize());
-        p->CopyData(buf.data(), p->GetSize());
+        p->CopyTo(buf.data(), p->GetSize());
         wire::Packet pkt;
         if (wire::parse(buf.data(), p->GetSize(), &pkt, {.verify_icrc = false}) != wire::ParseError::kOk ||
             !IsData(pkt.opcode()))
@@ -426,7 +426,7 @@ class ScriptedPeer : public TitaNetDevice
         hop->tx_bytes.set(psn * 1000 + (psn % 5) * 40);
         hop->qlen_bytes.set((psn % 40) * 1500);
         len += sizeof(wire::TelemetryHop);
-        m_out.push_back(TitaFrame::FramePacketFromBytes(frame, len));
+        m_out.push_back(TitaPacket::FromBytes(frame, len));
         if (psn % 16 == 5)
         {
             wire::FrameFields c = f;
@@ -436,7 +436,7 @@ class ScriptedPeer : public TitaNetDevice
             c.dscp = 48;
             uint8_t cnp[128];
             const int m = wire::build_frame(c, {}, cnp, sizeof(cnp));
-            m_out.push_back(Create<Packet>(cnp, static_cast<uint32_t>(m)));
+            m_out.push_back(TitaPacket::FromBytes(cnp, static_cast<uint32_t>(m)));
         }
         TryTransmit();
     }
