@@ -256,6 +256,7 @@ main(int argc, char* argv[])
     std::string qlenInterval = "10us";
     std::string pcapHosts;
     bool names = false;
+    std::string intOff;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("Runs a tita data-centre simulation. Every ns-3 attribute is settable too, e.g.\n"
@@ -280,6 +281,9 @@ main(int argc, char* argv[])
     cmd.AddValue("qlen-interval", "Switch queue length sampling period (0: none)", qlenInterval);
     cmd.AddValue("pcap", "Comma-separated host indices to capture (pcap, RoCEv2 frames)", pcapHosts);
     cmd.AddValue("names", "Register nodes under their topology names (Config paths)", names);
+    cmd.AddValue("int-off",
+                 "INT off on some switches: all | half (every other switch of each tier) | tor | agg | core",
+                 intOff);
     cmd.Parse(argc, argv);
 
     const auto wallStart = std::chrono::steady_clock::now();
@@ -290,7 +294,16 @@ main(int argc, char* argv[])
     TitaTopology topo = MakeTopology(topoArg);
     TitaNetworkHelper net;
     net.EnableNames(names);
+    if (!net.SetIntOff(intOff))
+    {
+        std::cerr << "tita-sim: --int-off=" << intOff << ": expected all, half, tor, agg or core\n";
+        return 2;
+    }
     net.Build(topo);
+    if (!intOff.empty())
+    {
+        std::cerr << "tita-sim: INT off on " << net.GetIntOffCount() << " switches (" << intOff << ")\n";
+    }
     std::cerr << "tita-sim: " << topo.Describe() << ", max base RTT " << net.GetMaxBaseRttNs() << " ns, cc "
               << cc << (ccParams.empty() ? "" : " " + ccParams) << "\n";
 
@@ -615,6 +628,7 @@ main(int argc, char* argv[])
     js << "{\n  \"topo\": \"" << topoArg << "\",\n  \"workload\": \"" << workloadArg << "\",\n  \"cc\": \"" << cc
        << "\",\n  \"cc_params\": \"" << ccParams << "\",\n  \"seed\": " << seed << ",\n  \"hosts\": "
        << net.GetNHosts() << ",\n  \"switches\": " << net.GetSwitches().size()
+       << ",\n  \"int_off_switches\": " << net.GetIntOffCount()
        << ",\n  \"max_base_rtt_ns\": " << net.GetMaxBaseRttNs() << ",\n  \"flows_started\": "
        << mgr->GetStarted() << ",\n  \"flows_finished\": " << mgr->GetFinished()
        << ",\n  \"flows_failed\": " << mgr->GetFailed() << ",\n  \"pfc_pauses_sent\": " << pauses

@@ -1,6 +1,7 @@
 #include "tita-network-helper.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/names.h"
 #include "ns3/simulator.h"
@@ -57,6 +58,20 @@ TitaNetworkHelper::GetHostIndex(Ptr<const RdmaNicNetDevice> nic) const
     return (a >> 16) * 256 + ((a >> 8) & 0xff);
 }
 
+bool
+TitaNetworkHelper::SetIntOff(const std::string& which)
+{
+    for (const char* ok : {"", "all", "half", "tor", "agg", "core"})
+    {
+        if (which == ok)
+        {
+            m_intOff = which;
+            return true;
+        }
+    }
+    return false;
+}
+
 void
 TitaNetworkHelper::Build(const TitaTopology& topo)
 {
@@ -69,11 +84,22 @@ TitaNetworkHelper::Build(const TitaTopology& topo)
     m_ports.assign(nv, {});
     m_nics.assign(m_topo.Hosts().size(), nullptr);
 
+    std::map<int32_t, uint32_t> seenInTier;
     for (uint32_t v = 0; v < nv; ++v)
     {
         if (vs[v].kind == TitaTopology::Kind::kSwitch)
         {
             Ptr<TitaSwitchNode> sw = m_switchFactory.Create<TitaSwitchNode>();
+            const uint32_t k = seenInTier[vs[v].tier]++;
+            const bool intOff = m_intOff == "all" || (m_intOff == "half" && k % 2 == 0) ||
+                                (m_intOff == "tor" && vs[v].tier == 1) ||
+                                (m_intOff == "agg" && vs[v].tier == 2) ||
+                                (m_intOff == "core" && vs[v].tier == 3);
+            if (intOff)
+            {
+                sw->SetAttribute("Int", BooleanValue(false));
+                ++m_intOffCount;
+            }
             m_switchOf[v] = sw;
             m_switches.push_back(sw);
             m_nodes[v] = sw;

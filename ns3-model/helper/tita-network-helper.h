@@ -43,6 +43,14 @@ class TitaNetworkHelper
     /// paths like /Names/pod0-block1-tor/... Off by default: names are global.
     void EnableNames(bool on) { m_names = on; }
 
+    /// INT off on some switches (mixed fabrics): "" none, "all", "half" (every
+    /// other switch of each tier, in topology order, starting with the first),
+    /// "tor", "agg", "core" (tier 1, 2, 3). Call before Build. False for an
+    /// unknown choice.
+    bool SetIntOff(const std::string& which);
+    /// Switches whose INT is off (after Build).
+    uint32_t GetIntOffCount() const { return m_intOffCount; }
+
     /// Builds everything; call once. Sets every NIC's BaseRtt to the largest
     /// unloaded RTT of the network (as the HPCC simulator's GLOBAL_T).
     void Build(const TitaTopology& topo);
@@ -122,6 +130,8 @@ class TitaNetworkHelper
     std::vector<std::vector<std::vector<uint16_t>>> m_groups;
     uint64_t m_maxBaseRttNs = 0;
     bool m_names = false;
+    std::string m_intOff;
+    uint32_t m_intOffCount = 0;
 };
 
 } // namespace ns3
