@@ -149,7 +149,9 @@ class TimingWheel {
     while (!overflow_.empty()) {
       const Entry top = overflow_.front();
       const bool live = !stale(top);
-      if (live && slot_of(top.deadline) - slot_of(now_ns_) > mask_) break;
+      // A deadline the clock has already passed (advance jumped over it) is due
+      // now: it goes into the wheel, whose sweep of the passed slots fires it.
+      if (live && slot_of(top.deadline) > slot_of(now_ns_) + mask_) break;
       std::pop_heap(overflow_.begin(), overflow_.end(), std::greater<>());
       overflow_.pop_back();
       if (live) link(top.id);
