@@ -536,10 +536,12 @@ TEST(NsccTest, FastIncreaseAfterACleanRound) {
 
 // ---------------------------------------------------------------- tita
 
-// T = 10 us, BDP = 125000 B. AI a = 0.0005 BDP + min(0.005 BDP, 0.025 W_c)
-// = 62.5 + min(625, 0.025 W_c); eta 0.95; ramp below 0.76; maxStage 5.
+// T = 10 us, BDP = 125000 B. AI a = 0.0005 BDP + 0.005 sqrt(W_c BDP)
+// = 62.5 + 0.005 sqrt(125000 W_c) (687.5 at W_c = BDP); eta 0.95; ramp below
+// 0.76; maxStage 5.
 class TitaTest : public ::testing::Test {
  protected:
+  static double ai(double wc) { return 0.0005 * 125'000.0 + 0.005 * std::sqrt(wc * 125'000.0); }
   const TitaFlow& tita() const { return *f_.state<TitaFlow>(); }
   void int_ack(uint64_t now, uint64_t ack_seq, uint64_t next_seq, uint32_t rtt, uint32_t ts,
                uint32_t tx, uint32_t q) {
@@ -552,9 +554,62 @@ class TitaTest : public ::testing::Test {
     EXPECT_EQ(f_.cwnd_bytes(), static_cast<uint64_t>(w));
     EXPECT_EQ(f_.rate_bps(), static_cast<uint64_t>(w * 800'000));
   }
-  Params p_ = make_params("tita", kLink100g);
+  // The control law's arithmetic from a one-BDP window paced at W/T, without the
+  // host-share cap (its own tests below).
+  Params p_ = make_params("tita", kLink100g, {"init_window_bdp=1", "init_line_rate=0", "host_share=0"});
   Flow f_;
 };
+
+TEST(TitaDefaults, HalfBdpAtLineRateUntilTheFirstFeedback) {
+  const Params p = make_params("tita", kLink100g);
+  Flow f;
+  f.init(p, kLink100g, 0);
+  // 0.5 BDP (62500 B at 100G x 10 us), sent at line rate rather than W/T = 50G.
+  EXPECT_EQ(f.cwnd_bytes(), 62'500u);
+  EXPECT_EQ(f.rate_bps(), 100'000'000'000u);
+  // The first ACK: the rate becomes W/T of the law's window (no longer line rate).
+  f.on_ack(10'000, make_ack(1'000, 62'500, 10'000));
+  EXPECT_NEAR(static_cast<double>(f.rate_bps()), f.state<TitaFlow>()->window_bytes() * 800'000, 1e6);
+  EXPECT_LT(f.rate_bps(), 100'000'000'000u);
+}
+
+// Host share: a QP that gets fewer of its NIC's send slots than its pacing asks
+// for is capped near what it gets, so a new QP on the same NIC finds slots free.
+TEST(TitaHostShare, YieldsWhileTheNicLimitsItAndRecoversWhenServed) {
+  const Params p = make_params("tita", kLink100g);
+  Flow f;
+  f.init(p, kLink100g, 0);
+  constexpr uint32_t kPkt = 1024;
+  const double line_wire_ns = (kPkt + 86) * 8.0 / 100;  // at 100 Gb/s
+  uint64_t now = 0;
+  uint64_t seq = 0;
+  // One send; `slots` QPs share the NIC round robin, so the flow waits at least
+  // `slots` wire times, or its own pacing gap if longer. An ACK every 8 packets
+  // keeps 8 KB in flight at the base RTT (no congestion).
+  auto send = [&](int slots) {
+    const double pace_ns = (kPkt + 86) * 8e9 / static_cast<double>(f.rate_bps());
+    now += static_cast<uint64_t>(std::max(pace_ns, slots * line_wire_ns));
+    f.on_send(now, kPkt);
+    seq += kPkt;
+    if (seq % (8 * kPkt) == 0) f.on_ack(now, make_ack(seq - 8 * kPkt, seq, 10'000));
+  };
+  for (int i = 0; i < 2'000; ++i) send(1);
+  const uint64_t served = f.rate_bps();
+  EXPECT_FALSE(f.state<TitaFlow>()->host_limited());
+  EXPECT_GT(served, 90'000'000'000u);
+  // Three more QPs: the flow gets a quarter of the NIC, and paces below it.
+  double sum = 0;
+  for (int i = 0; i < 4'000; ++i) {
+    send(4);
+    if (i >= 2'000) sum += static_cast<double>(f.rate_bps());
+  }
+  const double mean = sum / 2'000;
+  EXPECT_LT(mean, 0.3e11);
+  EXPECT_GT(mean, 0.05e11);
+  // Alone again: the cap lifts.
+  for (int i = 0; i < 20'000; ++i) send(1);
+  EXPECT_EQ(f.rate_bps(), served);
+}
 
 TEST_F(TitaTest, IntPathUtilisationRampAndPerRttCommit) {
   f_.init(p_, kLink100g, 0);
@@ -575,17 +630,18 @@ TEST_F(TitaTest, IntPathUtilisationRampAndPerRttCommit) {
   expect_window(63'187.5);
   EXPECT_DOUBLE_EQ(tita().committed_window_bytes(), 63'187.5);
   // Fast react: the link drains to 50 Gb/s, no queue: U = 0.5 < 0.76: ramp at
-  // once: W = 63187.5 x 0.95/0.5 + 62.5 + min(625, 1579.6875) = 120743.75.
+  // once: W = 63187.5 x 0.95/0.5 + a(63187.5) = 120056.25 + 506.86.
   int_ack(30'000, 127'000, 251'000, 10'000, 20'000, 187'500, 0);
-  expect_window(120'743.75);
+  expect_window(63'187.5 * (0.95 / 0.5) + ai(63'187.5));
   EXPECT_DOUBLE_EQ(tita().committed_window_bytes(), 63'187.5);
-  // Commit at 95 Gb/s: U = 0.95 >= eta: factor 1: W = 63187.5 + 687.5 = 63875.
+  // Commit at 95 Gb/s: U = 0.95 >= eta: factor 1: W = 63187.5 + a(63187.5).
   int_ack(40'000, 251'000, 380'000, 10'000, 30'000, 306'250, 0);
-  expect_window(63'875);
+  const double w1 = 63'187.5 + ai(63'187.5);
+  expect_window(w1);
   EXPECT_EQ(tita().inc_stage(), 0u);
   // U = 0.9 (in [0.76, 0.95)): additive stages first.
   int_ack(50'000, 381'000, 500'000, 10'000, 40'000, 418'750, 0);
-  expect_window(63'875 + 687.5);
+  expect_window(w1 + ai(w1));
   EXPECT_EQ(tita().inc_stage(), 1u);
 }
 
@@ -596,7 +652,7 @@ TEST_F(TitaTest, FallbackDelayAndEcnFeedTheSameLaw) {
   EXPECT_EQ(tita().mode(), TitaFlow::Mode::kFallback);
   expect_window(125'000);
   // rtt 13 us: resid = 13 - 10 - 1 = 2 us: u = 0.95 (1 + 0.2) = 1.14 = U (tau = T).
-  // W = 125000 x 0.95/1.14 + 687.5 (a = 62.5 + min(625, 3125)).
+  // W = 125000 x 0.95/1.14 + 687.5 (a at W_c = BDP).
   f_.on_ack(20'000, make_ack(126'000, 250'000, 13'000));
   EXPECT_DOUBLE_EQ(tita().utilisation(), 0.95 * 1.2);
   double wc = 125'000 * 0.95 / (0.95 * 1.2) + 687.5;
@@ -610,7 +666,7 @@ TEST_F(TitaTest, FallbackDelayAndEcnFeedTheSameLaw) {
   s.ce_packets = 1;
   f_.on_ack(30'000, s);
   EXPECT_DOUBLE_EQ(tita().utilisation(), 0.95 / (1 - alpha / 2));
-  expect_window(wc * (1 - alpha / 2) + 62.5 + std::min(625.0, 0.025 * wc));
+  expect_window(wc * (1 - alpha / 2) + ai(wc));
 }
 
 TEST_F(TitaTest, PartialIntAttributesUnexplainedDelayToTheHopsWithoutInt) {
