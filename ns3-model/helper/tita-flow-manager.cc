@@ -100,6 +100,20 @@ TitaFlowManager::GetPairPath(uint32_t src, uint32_t dst) const
     return it->second;
 }
 
+std::vector<TitaFlowManager::ActiveFlow>
+TitaFlowManager::GetActiveFlows() const
+{
+    std::vector<ActiveFlow> out;
+    for (const auto& [id, f] : m_flows)  // finished flows are erased at once
+    {
+        out.push_back({&f.rec, f.srcQpn, f.dstQpn});
+    }
+    std::sort(out.begin(), out.end(), [](const ActiveFlow& a, const ActiveFlow& b) {
+        return a.rec->id < b.rec->id;
+    });
+    return out;
+}
+
 uint64_t
 TitaFlowManager::IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const
 {

@@ -88,6 +88,16 @@ class TitaFlowManager : public Object
     uint32_t GetActive() const { return m_started - m_finished; }
     uint32_t GetFailed() const { return m_failed; }
 
+    /// A flow in progress, for samplers: its record so far and its QP pair.
+    struct ActiveFlow
+    {
+        const TitaFlowRecord* rec;
+        uint32_t srcQpn;
+        uint32_t dstQpn;
+    };
+    /// Flows started and not yet finished, in id order.
+    std::vector<ActiveFlow> GetActiveFlows() const;
+
     /// Trace signature of FlowComplete.
     typedef void (*FlowTracedCallback)(const TitaFlowRecord& record);
 

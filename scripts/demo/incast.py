@@ -139,9 +139,13 @@ def run_one(build, work, cc, seconds, senders=SENDERS, bottleneck_gbps=BOTTLENEC
     # The switch's final report: ECN marks and drops at the bottleneck.
     start = sw_out.find("{")
     bottleneck = json.loads(sw_out[start:])["ports"][senders] if start >= 0 else {}
-    # Steady state: the middle of the run (skip the first and last 15%).
-    if q_t:
-        t0, t1 = q_t[0], q_t[-1]
+    # Steady state: the middle of the transfer (skip its first and last 15%). The
+    # switch samples from its own start, so the window comes from the senders'
+    # series (both are CLOCK_MONOTONIC).
+    starts = [f["t"][0] for f in flows if f["t"]]
+    ends = [f["t"][-1] for f in flows if f["t"]]
+    if q_t and starts:
+        t0, t1 = min(starts), max(ends)
         lo, hi = t0 + 0.15 * (t1 - t0), t1 - 0.15 * (t1 - t0)
         steady = [q for t, q in zip(q_t, q_kb) if lo <= t <= hi]
     else:
