@@ -60,14 +60,14 @@ def fct_table(runs):
 
 def summary_table(runs):
     out = ["| algorithm | flows done / started | PFC pauses | drops | ToR-down queue KB: mean / p99 / p99.9 / max | "
-           "< 100KB p99 | >= 1MB p50 / p99 | sim ms | wall s |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "< 100KB p99 | >= 1MB p50 / p99 | simulated ms |",
+           "|---|---|---|---|---|---|---|---|"]
     for cc, m in runs.items():
         q = m["tor_down_qlen"]
         qs = f"{q['mean_kb']:.1f} / {q['p99_kb']} / {q['p999_kb']} / {q['max_kb']}" if q else "-"
         out.append(f"| {cc} | {m['flows_finished']} / {m['flows_started']} | {m['pfc_pauses']} | "
                    f"{m['switch_drops'] + m['nic_drops']} | {qs} | {f2(m['short']['p99'])} | "
-                   f"{f2(m['long']['p50'])} / {f2(m['long']['p99'])} | {m['sim_ms']:.1f} | {m['wall_s']:.0f} |")
+                   f"{f2(m['long']['p50'])} / {f2(m['long']['p99'])} | {m['sim_ms']:.1f} |")
     return "\n".join(out)
 
 
@@ -99,6 +99,22 @@ def targets(all_runs):
         lh = f"{f2(t['long']['p50'])} / {f2(h['long']['p50'])}" if h else "-"
         l9 = f"{f2(t['long']['p99'])} / {f2(h['long']['p99'])}" if h else "-"
         out.append(f"| {exp} | {f2(t['short']['p99'])} | {f2(rh)} | {f2(rd)} | {lh} | {l9} | {t['pfc_pauses']} |")
+    return "\n".join(out)
+
+
+def int_table(all_runs):
+    """tita with INT on every switch, on half of them, and on none (ECN + RTT)."""
+    out = ["| experiment | < 100KB p99: all / half / none | >= 1MB p99: all / half / none | "
+           "ToR-down queue p99 KB: all / half / none | PFC pauses: all / half / none |",
+           "|---|---|---|---|---|"]
+    for exp, runs in all_runs.items():
+        v = [runs.get(k) for k in ("tita", "tita-int-half", "tita-int-off")]
+        if not all(v):
+            continue
+        q = [m["tor_down_qlen"]["p99_kb"] if m["tor_down_qlen"] else "-" for m in v]
+        out.append(f"| {exp} | " + " / ".join(f2(m["short"]["p99"]) for m in v) + " | " +
+                   " / ".join(f2(m["long"]["p99"]) for m in v) + " | " + " / ".join(str(x) for x in q) + " | " +
+                   " / ".join(str(m["pfc_pauses"]) for m in v) + " |")
     return "\n".join(out)
 
 
@@ -172,6 +188,8 @@ def main():
             plot(exp, runs, os.path.join(a.doc, f"{exp}.png"))
     lines.append("### Targets (tita)\n")
     lines.append(targets(all_runs) + "\n")
+    lines.append("### tita with INT on all, half, or none of the switches\n")
+    lines.append(int_table(all_runs) + "\n")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.results, "tables.md"), "w") as f:

@@ -162,7 +162,7 @@ def plot(results, path):
     for ax in axes[-1]:
         ax.set_xlabel("seconds")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=70)
 
 
 def main():
