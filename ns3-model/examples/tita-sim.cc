@@ -12,6 +12,7 @@
 #include "tita-simulator-impl.h"
 #include "tita-topology.h"
 #include "tita-workload.h"
+#include "tita/fabric/types.h"
 
 #include "ns3/boolean.h"
 #include "ns3/command-line.h"
@@ -331,6 +332,24 @@ main(int argc, char* argv[])
                      << r.hops << ',' << (r.ok ? 1 : 0) << ',' << r.group << ',' << r.step << '\n';
             },
             &fct));
+    // Switch drops by reason (tita::fabric::DropReason), for summary.json.
+    std::vector<uint64_t> dropsByReason(static_cast<size_t>(::tita::fabric::DropReason::kCount), 0);
+    for (const auto& sw : net.GetSwitches())
+    {
+        for (uint16_t p = 0; p < sw->GetNPorts(); ++p)
+        {
+            sw->GetPort(p)->TraceConnectWithoutContext(
+                "Drop",
+                MakeBoundCallback(
+                    +[](std::vector<uint64_t>* n, uint8_t, uint8_t reason, uint32_t) {
+                        if (reason < n->size())
+                        {
+                            ++(*n)[reason];
+                        }
+                    },
+                    &dropsByReason));
+        }
+    }
     std::ofstream pfc(outDir + "/pfc.csv");
     pfc << "time_ns,node,port,priority,pause,sent\n";
     for (const auto& sw : net.GetSwitches())
@@ -683,7 +702,20 @@ main(int argc, char* argv[])
        << ",\n  \"max_base_rtt_ns\": " << net.GetMaxBaseRttNs() << ",\n  \"flows_started\": "
        << mgr->GetStarted() << ",\n  \"flows_finished\": " << mgr->GetFinished()
        << ",\n  \"flows_failed\": " << mgr->GetFailed() << ",\n  \"pfc_pauses_sent\": " << pauses
-       << ",\n  \"switch_drops\": " << drops << ",\n  \"nic_drops\": " << nicDrops
+       << ",\n  \"switch_drops\": " << drops << ",\n  \"switch_drops_by_reason\": {" << [&] {
+              std::ostringstream o;
+              const char* sep = "";
+              for (size_t r = 0; r < dropsByReason.size(); ++r)
+              {
+                  if (dropsByReason[r] > 0)
+                  {
+                      o << sep << '"' << ::tita::fabric::to_string(static_cast<::tita::fabric::DropReason>(r))
+                        << "\": " << dropsByReason[r];
+                      sep = ", ";
+                  }
+              }
+              return o.str();
+          }() << "}" << ",\n  \"nic_drops\": " << nicDrops
        << ",\n  \"sim_seconds\": " << simEnd << ",\n  \"events\": " << events
        << ",\n  \"run_wall_seconds\": " << wall << ",\n  \"total_wall_seconds\": " << totalWall
        << ",\n  \"events_per_second\": " << (wall > 0 ? events / wall : 0)
