@@ -41,7 +41,7 @@ struct Completer {
   void retry_read(const SendWqe& w) {
     const uint32_t missing = psn_add(w.first_psn, w.read_pkts);
     if (qp.read_retry_armed && qp.read_retry_psn == missing) return;  // already asked
-    ++qp.path.round_lost;
+    if (qp.path) ++qp.path->round_lost;
     qp.read_retry_armed = true;
     qp.read_retry_psn = missing;
     m.rewind(qp, missing);
@@ -96,7 +96,7 @@ struct Completer {
     qp.read_retry_armed = false;
     m.arm_rto(qp);
     const uint64_t acked = qp.una_bytes - old_bytes;
-    if (qp.path.on) m.path_on_una(qp);
+    if (qp.path) m.path_on_una(qp);
     return acked;
   }
 
@@ -108,7 +108,7 @@ struct Completer {
     qp.acked_psn = a;
     qp.retry_left = qp.attr.retry_cnt;
     qp.backoff = 0;
-    if (qp.path.on) m.path_on_progress(qp);
+    if (qp.path) m.path_on_progress(qp);
   }
 
   // Feeds the congestion control with what an ACK carried.
@@ -134,10 +134,10 @@ struct Completer {
       ++qp.counters.rtt_samples;
       qp.counters.last_rtt_ns = s.rtt_ns;
       qp.counters.int_records_received += s.n_hops;
-      if (qp.path.on) {
+      if (qp.path) {
         m.path_on_rtt(qp, s.rtt_ns);
         bool queued = s.ce_packets > 0;
-        for (int i = 0; i < s.n_hops; ++i) queued |= s.hops[i].qlen_bytes >= qp.path.cfg.int_queue_bytes;
+        for (int i = 0; i < s.n_hops; ++i) queued |= s.hops[i].qlen_bytes >= qp.path->cfg.int_queue_bytes;
         if (queued) m.path_on_congestion(qp);
       }
     }
@@ -173,7 +173,7 @@ struct Completer {
         if (qp.attr.rnr_retry != 7) --qp.rnr_left;  // 7: retry forever
         qp.rnr_deadline_ns = m.now_ns + wire::aeth::rnr_timer_ns(wire::aeth::value(syndrome));
         qp.rnr_psn = psn;
-        qp.path.progress_ns = m.now_ns;
+        if (qp.path) qp.path->progress_ns = m.now_ns;
         return;
       }
       case wire::aeth::kNak:
@@ -217,7 +217,7 @@ struct Completer {
         lost += qp.mtu();
       }
       if (lost > 0) {
-        qp.path.round_lost += static_cast<uint32_t>(lost >> qp.mtu_shift);
+        if (qp.path) qp.path->round_lost += static_cast<uint32_t>(lost >> qp.mtu_shift);
         qp.flow.on_loss(m.now_ns, {lost, qp.inflight_bytes()});
       }
       return;
@@ -228,7 +228,7 @@ struct Completer {
       return;
     }
     --qp.retry_left;
-    ++qp.path.round_lost;
+    if (qp.path) ++qp.path->round_lost;
     qp.flow.on_loss(m.now_ns, {qp.nxt_bytes - qp.una_bytes, qp.inflight_bytes()});
     m.rewind(qp, psn);
   }
@@ -305,7 +305,7 @@ void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
 
 void Engine::Impl::on_cnp(Qp& qp) {
   ++qp.counters.cnps_received;
-  if (qp.path.on) path_on_congestion(qp);
+  if (qp.path) path_on_congestion(qp);
   qp.flow.on_cnp(now_ns);
 }
 

@@ -307,7 +307,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     fresh->in_ready = qp->in_ready;
     fresh->cc_params = qp->cc_params;
     fresh->flow.init(*fresh->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, fresh->mtu()}, m.now_ns);
-    m.path_init(*fresh, qp->path.cfg);
+    m.path_init(*fresh, qp->path ? qp->path->cfg : PathConfig{});
     m.qps[qp->index] = std::move(fresh);
     return 0;
   }
@@ -524,7 +524,7 @@ void Engine::receive(uint64_t now_ns, const uint8_t* frame, uint32_t len) {
   if (op.kind == wire::Kind::kCnp) {
     m.on_cnp(*qp);
   } else if (op.is_request()) {
-    if (qp->path.on && qp->path.cfg.follow_peer) m.path_follow(*qp, pkt);
+    if (qp->path && qp->path->cfg.follow_peer) m.path_follow(*qp, pkt);
     m.respond(*qp, pkt, false);
   } else if (qp->state == QpState::kRts) {
     m.complete_response(*qp, pkt);
@@ -548,7 +548,8 @@ void Engine::Impl::make_ready(Qp& qp) {
 // timing wheel at its earliest deadline (pacing, RTO, RNR wait, CC timer).
 void Engine::Impl::reconsider(Qp& qp) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
-  uint64_t wake = std::min({qp.rto_deadline_ns, qp.rnr_deadline_ns, qp.flow.next_timer_ns(), qp.path.deadline_ns});
+  uint64_t wake = std::min({qp.rto_deadline_ns, qp.rnr_deadline_ns, qp.flow.next_timer_ns(),
+                           qp.path ? qp.path->deadline_ns : kNever});
   if (has_work(qp)) {
     const uint64_t pace_ns = (qp.next_send_ps + 999) / 1000;
     if (pace_ns <= now_ns) {
@@ -568,11 +569,11 @@ void Engine::Impl::wake(Qp& qp) {
   if (qp.rnr_deadline_ns <= now_ns) {
     qp.rnr_deadline_ns = kNever;
     rewind(qp, qp.rnr_psn);
-    qp.path.progress_ns = now_ns;  // the wait was the responder's request, not a stall
+    if (qp.path) qp.path->progress_ns = now_ns;  // the wait was the responder's request, not a stall
   }
   if (qp.rto_deadline_ns <= now_ns) on_timeout(qp);
   if (qp.flow.next_timer_ns() <= now_ns) qp.flow.on_timer(now_ns);
-  if (qp.path.deadline_ns <= now_ns) path_check(qp);
+  if (qp.path && qp.path->deadline_ns <= now_ns) path_check(qp);
   reconsider(qp);
 }
 
@@ -630,11 +631,12 @@ wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
   f.flow_label = qp.udp_sport;
   f.udp_src_port = qp.udp_sport;
   f.dest_qp = qp.attr.dest_qp_num;
-  const PathState& p = qp.path;
-  if (p.on && p.cfg.field == wire::DodgeField::kUdpSport) {
+  if (qp.path == nullptr) return f;
+  const PathState& p = *qp.path;
+  if (p.cfg.field == wire::DodgeField::kUdpSport) {
     f.udp_src_port = wire::dodge_set(p.mask, qp.udp_sport, dodge);
     f.flow_label = f.udp_src_port;  // IPv6 switches that hash the flow label move too
-  } else if (p.on && p.cfg.field == wire::DodgeField::kDscp) {
+  } else if (p.cfg.field == wire::DodgeField::kDscp) {
     f.dscp = static_cast<uint8_t>(wire::dodge_set(p.mask, f.dscp, dodge));
   }
   return f;
@@ -645,8 +647,8 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   TxFrame tx;
   tx.hdr = tx_hdr;
   // READ responses answer the peer's requests: they follow its dodge value.
-  const bool response = qp.path.on && wire::opcode_info(t.opcode).kind == wire::Kind::kReadResponse;
-  tx.hdr_len = (response ? qp.resp_hdr : qp.hdr).write(t, payload_len, tx_hdr);
+  const bool response = qp.path && wire::opcode_info(t.opcode).kind == wire::Kind::kReadResponse;
+  tx.hdr_len = (response ? qp.path->resp_hdr : qp.hdr).write(t, payload_len, tx_hdr);
   for (uint32_t i = 0; i < n_payload; ++i) tx.payload[i] = payload[i];
   tx.n_payload = n_payload;
   const uint32_t pad = wire::pad_bytes(payload_len);
@@ -778,7 +780,7 @@ int Engine::qp_info(uint32_t qp_num, QpInfo* out) const {
   out->send_queue_depth = (qp->sq_tail - qp->sq_head) & (qp->sq_size() - 1);
   out->recv_queue_depth = static_cast<uint32_t>((qp->rq_tail - qp->rq_head) & (qp->rq.size() - 1));
   out->cc = qp->cc_params->algorithm();
-  out->dodge = qp->path.dodge;
+  out->dodge = qp->path ? qp->path->dodge : 0;
   out->udp_sport = impl_->path_fields(*qp).udp_src_port;
   return 0;
 }

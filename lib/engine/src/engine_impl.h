@@ -117,6 +117,7 @@ struct PathState {
   uint64_t win_sent_bytes = 0;
   uint64_t win_rate_bps = 0;
   bool win_congested = false;
+  wire::HeaderTemplate resp_hdr;  // the QP's ACKs, NAKs and READ responses (follow the peer's dodge)
 };
 
 struct Qp {
@@ -134,8 +135,7 @@ struct Qp {
   uint8_t mtu_shift = 10;
   uint16_t udp_sport = 0;
   QpAttr attr;
-  wire::HeaderTemplate hdr;       // this QP's frames to its peer, made at RTR
-  wire::HeaderTemplate resp_hdr;  // its ACKs, NAKs and READ responses (follows the peer's dodge)
+  wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
 
   // ---- requester
   std::vector<SendWqe> sq;  // ring, power-of-two size
@@ -196,8 +196,12 @@ struct Qp {
   const cc::Params* cc_params = nullptr;
   cc::Flow flow;
 
-  // ---- path control
-  PathState path;
+  // ---- path control: allocated only while it is on, so that a QP without it
+  // pays a pointer, not the state and a second header template.
+  std::unique_ptr<PathState> path;
+  bool path_on() const { return path != nullptr; }
+  // Its ACKs, NAKs and READ responses: the peer's dodge value when path control is on.
+  const wire::HeaderTemplate& resp_hdr() const { return path ? path->resp_hdr : hdr; }
 
   QpCounters counters;
 
@@ -270,7 +274,7 @@ struct Engine::Impl {
   void reconsider(Qp& qp);
   void make_ready(Qp& qp);
   void wake(Qp& qp);
-  wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path.dodge); }
+  wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path ? qp.path->dodge : 0); }
   // The QP's path fields with `dodge` in its dodge field (path control on).
   wire::PathFields path_fields(const Qp& qp, uint16_t dodge) const;
   // Hands one data frame to the host; returns its length (without the trailer).
@@ -306,7 +310,7 @@ struct Engine::Impl {
   void complete_response(Qp& qp, const wire::Packet& pkt);
   void on_cnp(Qp& qp);
 
-  // ---- path.cc (only while qp.path.on)
+  // ---- path.cc (only while qp.path is set, except path_init and path_at_rtr)
   void path_init(Qp& qp, const PathConfig& p);
   void path_at_rtr(Qp& qp);
   void path_on_send(Qp& qp, uint32_t payload_len);

@@ -84,10 +84,10 @@ uint16_t field_value(const Qp& qp, wire::DodgeField f) {
 }
 
 // max(smoothed RTT, base RTT): the time scale of the stall and throughput rules.
-uint64_t rtt_ref(const Qp& qp, const EngineConfig& cfg) { return std::max(qp.path.srtt_ns, cfg.base_rtt_ns); }
+uint64_t rtt_ref(const Qp& qp, const EngineConfig& cfg) { return std::max(qp.path->srtt_ns, cfg.base_rtt_ns); }
 
 uint64_t stall_window(const Qp& qp, const EngineConfig& cfg) {
-  const PathState& p = qp.path;
+  const PathState& p = *qp.path;
   const uint64_t rate = std::max<uint64_t>(qp.flow.rate_bps(), 1'000'000);
   const uint64_t packet_ns = uint64_t{qp.mtu() + 100} * 8'000'000'000ull / rate;
   const uint64_t w = std::max(p.cfg.stall_min_ns, p.cfg.stall_rtts * rtt_ref(qp, cfg)) + cfg.ack_req_every * packet_ns;
@@ -95,7 +95,7 @@ uint64_t stall_window(const Qp& qp, const EngineConfig& cfg) {
 }
 
 void new_window(Qp& qp, uint64_t now_ns) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   p.win_start_ns = now_ns;
   p.win_una_bytes = qp.una_bytes;
   p.win_sent_bytes = 0;
@@ -110,21 +110,27 @@ void Engine::Impl::path_init(Qp& qp, const PathConfig& cfg) {
   fresh.cfg = cfg;
   fresh.mask = cfg.mask ? cfg.mask : default_mask(cfg.field);
   fresh.on = cfg.field != wire::DodgeField::kNone && wire::dodge_mask_valid(cfg.field, fresh.mask);
-  qp.path = fresh;
+  if (fresh.on) {
+    qp.path = std::make_unique<PathState>(fresh);
+  } else {
+    qp.path.reset();
+  }
   if (qp.state == QpState::kRtr || qp.state == QpState::kRts) path_at_rtr(qp);
 }
 
 // Builds the QP's headers at RTR: the dodge values start as what the port (or
 // DSCP) of the address vector carries, so the first header is the usual one.
 void Engine::Impl::path_at_rtr(Qp& qp) {
-  PathState& p = qp.path;
-  p.dodge = p.resp_dodge = p.on ? static_cast<uint16_t>(wire::dodge_get(p.mask, field_value(qp, p.cfg.field))) : 0;
+  if (qp.path) {
+    PathState& p = *qp.path;
+    p.dodge = p.resp_dodge = static_cast<uint16_t>(wire::dodge_get(p.mask, field_value(qp, p.cfg.field)));
+  }
   qp.hdr.init(path_fields(qp));
-  qp.resp_hdr = qp.hdr;
+  if (qp.path) qp.path->resp_hdr = qp.hdr;
 }
 
 void Engine::Impl::path_on_send(Qp& qp, uint32_t payload_len) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   const bool empty = qp.snd_una == qp.snd_max;
   if (empty) p.progress_ns = now_ns;  // into an empty pipe: nothing was owed until now
   if (!p.round_open) {
@@ -142,7 +148,7 @@ void Engine::Impl::path_on_send(Qp& qp, uint32_t payload_len) {
 }
 
 void Engine::Impl::path_on_progress(Qp& qp) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   p.progress_ns = now_ns;
   p.progressed = true;
   p.stalls = 0;
@@ -150,7 +156,7 @@ void Engine::Impl::path_on_progress(Qp& qp) {
 }
 
 void Engine::Impl::path_on_una(Qp& qp) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   const bool idle = qp.snd_una == qp.snd_max && qp.sq_next == qp.sq_tail;
   // Throughput: compared once the window is long enough, then started anew.
   if (p.win_start_ns != kNever && p.cfg.collapse_permille > 0 && p.cfg.collapse_rtts > 0) {
@@ -190,7 +196,7 @@ void Engine::Impl::path_on_una(Qp& qp) {
 }
 
 void Engine::Impl::path_on_congestion(Qp& qp) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   p.congestion_ns = now_ns;
   p.congested = true;
   p.round_congested = true;
@@ -198,7 +204,7 @@ void Engine::Impl::path_on_congestion(Qp& qp) {
 }
 
 void Engine::Impl::path_on_rtt(Qp& qp, uint64_t rtt_ns) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   p.srtt_ns = p.srtt_ns == 0 ? rtt_ns : p.srtt_ns - p.srtt_ns / 8 + rtt_ns / 8;
   if (p.stall_open) {
     // The first sample after a stall repath: was its packet sent before it?
@@ -211,13 +217,13 @@ void Engine::Impl::path_on_rtt(Qp& qp, uint64_t rtt_ns) {
 }
 
 void Engine::Impl::path_on_timeout(Qp& qp) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   ++p.timeouts;
   if (p.cfg.timeouts > 0 && p.timeouts >= p.cfg.timeouts) repath(qp, RepathReason::kTimeout);
 }
 
 void Engine::Impl::path_check(Qp& qp) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   p.deadline_ns = kNever;
   if (qp.state != QpState::kRts || qp.snd_una == qp.snd_max || !p.progressed) return;  // re-armed by the next send
   if (qp.rnr_deadline_ns != kNever || p.cfg.stall_rtts == 0) {
@@ -241,17 +247,17 @@ void Engine::Impl::path_check(Qp& qp) {
 }
 
 void Engine::Impl::path_follow(Qp& qp, const wire::Packet& request) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   const uint16_t v = p.cfg.field == wire::DodgeField::kDscp ? request.dscp : request.udp().src_port.get();
   const auto dodge = static_cast<uint16_t>(wire::dodge_get(p.mask, v));
   if (dodge == p.resp_dodge) return;
   p.resp_dodge = dodge;
-  qp.resp_hdr.init(path_fields(qp, dodge));
+  p.resp_hdr.init(path_fields(qp, dodge));
   ++qp.counters.path_follows;
 }
 
 void Engine::Impl::repath(Qp& qp, RepathReason why) {
-  PathState& p = qp.path;
+  PathState& p = *qp.path;
   const uint16_t old = p.dodge;
   p.dodge = static_cast<uint16_t>(wire::dodge_next(p.mask, p.dodge));
   const wire::PathFields f = path_fields(qp);
@@ -342,7 +348,7 @@ int Engine::set_path_config(uint32_t qp_num, const PathConfig& pc, std::string* 
 int Engine::repath(uint32_t qp_num) {
   Impl& m = *impl_;
   Qp* qp = m.qp_by_num(qp_num);
-  if (qp == nullptr || !qp->path.on || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) return -EINVAL;
+  if (qp == nullptr || !qp->path || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) return -EINVAL;
   m.repath(*qp, RepathReason::kManual);
   m.reconsider(*qp);
   return 0;

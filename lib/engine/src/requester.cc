@@ -217,7 +217,7 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
   ++qp.counters.tx_data_packets;
   qp.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.counters.retransmitted_packets;
-  if (qp.path.on) path_on_send(qp, len);
+  if (qp.path) path_on_send(qp, len);
   qp.flow.on_send(now_ns, len);
   pace(qp, now_ns, cfg, frame_bytes);
   if (qp.rto_deadline_ns == kNever) arm_rto(qp);
@@ -333,7 +333,7 @@ void Engine::Impl::on_timeout(Qp& qp) {
   std::fill(qp.retx_done.begin(), qp.retx_done.end(), 0);
   rewind(qp, qp.snd_una);
   arm_rto(qp);
-  if (qp.path.on) path_on_timeout(qp);
+  if (qp.path) path_on_timeout(qp);
 }
 
 }  // namespace tita::engine

@@ -391,7 +391,7 @@ void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo)
   t.syndrome = syndrome;
   t.msn = qp.msn;
   t.ecn = wire::kEcnNotEct;
-  queue_control(qp, qp.resp_hdr, t, echo);
+  queue_control(qp, qp.resp_hdr(), t, echo);
   if (wire::aeth::type(syndrome) == wire::aeth::kAck) {
     ++qp.counters.acks_sent;
     qp.unacked = 0;
