@@ -7,6 +7,7 @@
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
+#include "tita/fabric/pfc.h"
 
 namespace ns3
 {
@@ -240,11 +241,13 @@ TitaNetDevice::HandlePfc(const TitaPacket& p)
             continue;
         }
         ++m_pfcPausesRx;
-        // One quantum is 512 bit times at this port's speed.
-        const uint64_t ps = uint64_t{quanta[prio]} * 512 * 1'000'000'000'000ULL / m_bitRate;
-        m_pausedUntil[prio] = now + PicoSeconds(ps);
+        // One quantum is 512 bit times at this port's speed (the switches' rule:
+        // in picoseconds, 0xffff quanta overflowed 64 bits and a NIC resumed after
+        // 151 us instead of 336 us at 100G, before the switch's refresh).
+        const Time pause = NanoSeconds(::tita::fabric::pfc_quanta_ns(quanta[prio], m_bitRate));
+        m_pausedUntil[prio] = now + pause;
         NS_LOG_LOGIC("XOFF priority " << +prio << " until " << m_pausedUntil[prio]);
-        m_resumeEvent[prio] = Simulator::Schedule(PicoSeconds(ps), &TitaNetDevice::Resume, this, prio);
+        m_resumeEvent[prio] = Simulator::Schedule(pause, &TitaNetDevice::Resume, this, prio);
     }
 }
 
