@@ -203,7 +203,7 @@ TitaSwitchNode::GetTypeId()
                           MakeUintegerAccessor(&TitaSwitchNode::m_dodgeStride),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("MaxPackets",
-                          "Packet descriptors (packets the switch can hold); 0: BufferSize / 1 KiB",
+                          "Packet descriptors (packets the switch can hold); 0: BufferSize / 256 (a cell per 256 B)",
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_maxPackets),
                           MakeUintegerChecker<uint32_t>())
@@ -324,8 +324,11 @@ TitaSwitchNode::Setup()
     cfg.int_enabled = m_int;
     cfg.decrement_ttl = m_decrementTtl;
     cfg.seed = m_seed ? m_seed : 0x5eed0000ULL + GetId();
+    // One descriptor per 256 bytes of buffer, as a cell-based switch has one cell
+    // per 256 bytes: with BufferSize / 1 KiB a paused mix of data and ACKs ran out
+    // of descriptors before PFC (which counts bytes) had paused anyone.
     cfg.max_packets =
-        m_maxPackets ? m_maxPackets : static_cast<uint32_t>(std::max<uint64_t>(1024, m_bufferBytes / 1024));
+        m_maxPackets ? m_maxPackets : static_cast<uint32_t>(std::max<uint64_t>(1024, m_bufferBytes / 256));
     std::string err;
     NS_ABORT_MSG_IF(m_core.init(cfg, &err) != 0, "switch " << GetId() << ": " << err);
     m_ready = true;
