@@ -192,16 +192,6 @@ class TitaFrame
 
     /// Ethertype of the frame (after an 802.1Q tag if present); 0 if too short.
     static uint16_t PeekEthertype(const Ptr<const Packet>& p);
-
-    /// An IEEE 802.1Qbb PFC frame from src: quanta[prio] for each priority whose bit
-    /// is set in classEnable (0 quanta = resume). Padded to the Ethernet minimum.
-    static Ptr<Packet> MakePfcPacket(Mac48Address src, uint8_t classEnable, const uint16_t quanta[8]);
-    /// The same PFC frame as a TitaPacket.
-    static TitaPacketPtr MakePfcFrame(Mac48Address src, uint8_t classEnable, const uint16_t quanta[8]);
-
-    /// Reads a PFC frame. Returns false if p is not one.
-    static bool ParsePfcPacket(const Ptr<const Packet>& p, uint8_t* classEnable, uint16_t quanta[8]);
-    static bool ParsePfcFrame(const TitaPacket& p, uint8_t* classEnable, uint16_t quanta[8]);
 };
 
 } // namespace ns3

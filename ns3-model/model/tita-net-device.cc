@@ -217,13 +217,15 @@ TitaNetDevice::Receive(TitaPacketPtr p)
 void
 TitaNetDevice::HandlePfc(const TitaPacket& p)
 {
-    uint8_t enable = 0;
-    uint16_t quanta[8];
-    if (!TitaFrame::ParsePfcFrame(p, &enable, quanta))
+    uint8_t f[128];  // PFC frames are 60-64 bytes; anything longer is not one
+    ::tita::fabric::PfcInfo info;
+    if (!::tita::fabric::parse_pfc_frame(f, p.CopyTo(f, sizeof(f)), &info))
     {
         NS_LOG_WARN("MAC control frame that is not PFC ignored");
         return;
     }
+    const uint8_t enable = info.class_enable;
+    const uint16_t* quanta = info.quanta;
     const Time now = Simulator::Now();
     for (uint8_t prio = 0; prio < kPriorities; ++prio)
     {
@@ -261,14 +263,19 @@ TitaNetDevice::Resume(uint8_t priority)
 void
 TitaNetDevice::SendPfc(uint8_t priority, uint16_t quanta)
 {
-    uint16_t q[8] = {};
-    q[priority] = quanta;
+    ::tita::fabric::PfcInfo info;
+    info.class_enable = static_cast<uint8_t>(1u << priority);
+    info.quanta[priority] = quanta;
     if (quanta > 0)
     {
         ++m_pfcPausesTx;
     }
     m_pfcTxTrace(priority, quanta);
-    SendControlFrame(TitaFrame::MakePfcFrame(m_address, static_cast<uint8_t>(1u << priority), q));
+    uint8_t mac[6];
+    m_address.CopyTo(mac);
+    uint8_t f[::tita::fabric::kPfcFrameBytes];
+    const uint32_t n = ::tita::fabric::build_pfc_frame(f, sizeof(f), mac, info);
+    SendControlFrame(TitaPacket::Make(f, n, 0, nullptr, 0));
 }
 
 void
