@@ -143,10 +143,9 @@ TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
     return {qa, qb};
 }
 
-uint32_t
-TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done)
+TitaFlowManager::Flow&
+TitaFlowManager::NewFlow(uint32_t src, uint32_t dst, uint64_t bytes)
 {
-    NS_ABORT_MSG_IF(bytes > 0x7fffffffULL, "flows above 2 GiB are not supported (one WR)");
     const uint32_t id = m_nextId++;
     Flow& f = m_flows[id];
     f.rec.id = id;
@@ -156,6 +155,15 @@ TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done
     f.rec.start = Simulator::Now();
     f.rec.idealNs = IdealFctNs(src, dst, bytes);
     f.rec.hops = GetPairPath(src, dst).links;
+    return f;
+}
+
+uint32_t
+TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done)
+{
+    NS_ABORT_MSG_IF(bytes > 0x7fffffffULL, "flows above 2 GiB are not supported (one WR)");
+    Flow& f = NewFlow(src, dst, bytes);
+    const uint32_t id = f.rec.id;
     f.onSent = std::move(done);
     std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst);
     ++m_started;
@@ -182,17 +190,10 @@ TitaFlowManager::SendMessage(uint32_t src,
         std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst);
         it = m_connections.emplace(key, c).first;
     }
-    const uint32_t id = m_nextId++;
-    Flow& f = m_flows[id];
-    f.rec.id = id;
-    f.rec.src = src;
-    f.rec.dst = dst;
-    f.rec.bytes = bytes;
-    f.rec.start = Simulator::Now();
-    f.rec.idealNs = IdealFctNs(src, dst, bytes);
+    Flow& f = NewFlow(src, dst, bytes);
+    const uint32_t id = f.rec.id;
     f.rec.group = group;
     f.rec.step = step;
-    f.rec.hops = GetPairPath(src, dst).links;
     f.srcQpn = it->second.srcQpn;
     f.dstQpn = it->second.dstQpn;
     f.message = true;

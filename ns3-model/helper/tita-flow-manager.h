@@ -129,6 +129,8 @@ class TitaFlowManager : public Object
     };
     const PairPath& GetPairPath(uint32_t src, uint32_t dst) const;
 
+    /// A new flow's record (id, ends, size, start now, ideal FCT, hops).
+    Flow& NewFlow(uint32_t src, uint32_t dst, uint64_t bytes);
     void OnCompletion(Ptr<RdmaNicNetDevice> nic, const ::tita::engine::WorkCompletion& wc);
     void Finish(Flow& f);
     std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst);
