@@ -25,10 +25,12 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "demo"))
+from dpdk_telemetry import Telemetry  # noqa: E402
 
 failures = []
 
@@ -37,34 +39,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         failures.append(what)
-
-
-def telemetry_socket(prefix):
-    for base in ("/var/run/dpdk", os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")):
-        path = os.path.join(base, prefix, "dpdk_telemetry.v2")
-        if os.path.exists(path):
-            return path
-    return None
-
-
-class Telemetry:
-    def __init__(self, prefix, timeout=20):
-        path = None
-        for _ in range(int(timeout * 10)):
-            path = telemetry_socket(prefix)
-            if path:
-                break
-            time.sleep(0.1)
-        if path is None:
-            raise RuntimeError(f"no telemetry socket for {prefix}")
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.connect(path)
-        json.loads(self.s.recv(1 << 16).decode())  # greeting
-
-    def query(self, cmd):
-        self.s.send(cmd.encode())
-        reply = json.loads(self.s.recv(1 << 16).decode())
-        return reply.get(cmd.split(",")[0])
 
 
 def switch_config(down, up, seed):

@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "demo"))
+from dpdk_telemetry import Telemetry, socket_path, wait_for_socket  # noqa: E402
+
 CASE, SWITCH, WIRE, FRAMES, WORK = sys.argv[1:6]
 failures = []
 
@@ -380,19 +383,6 @@ def case_faults():
     check(len(out[5]) == 5, "delayed frames all arrive")
 
 
-def telemetry_socket(prefix):
-    for base in ("/var/run/dpdk", os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")):
-        path = os.path.join(base, prefix, "dpdk_telemetry.v2")
-        if os.path.exists(path):
-            return path
-    return None
-
-
-def query(sock, cmd):
-    sock.send(cmd.encode())
-    return json.loads(sock.recv(1 << 16).decode())
-
-
 def case_telemetry():
     cfg = {"ports": ports_cfg(2, p1={"rate_gbps": 10}), "routes": [{"prefix": "default", "ports": [1]}]}
     gen(f"{WORK}/in0.pcap", [{"dst": "10.0.1.2", "count": 50, "payload": 500}])
@@ -405,37 +395,29 @@ def case_telemetry():
                                           "--stats-ms", "200"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        path = None
-        for _ in range(100):
-            path = telemetry_socket(prefix)
-            if path:
-                break
-            time.sleep(0.1)
-        if not check(path is not None, "telemetry socket appears"):
+        if not check(wait_for_socket(prefix) is not None, "telemetry socket appears"):
             return
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.connect(path)
-        json.loads(s.recv(1 << 16).decode())  # greeting
+        t = Telemetry(prefix)
         # The commands exist once the ports are open; the counters once the 50 frames went through.
         for _ in range(200):
-            stats = query(s, "/tita_switch/stats").get("/tita_switch/stats")
+            stats = t.reply("/tita_switch/stats").get("/tita_switch/stats")
             if stats and stats.get("tx_packets") == 50:
                 break
             time.sleep(0.05)
-        ports = query(s, "/tita_switch/ports")
+        ports = t.reply("/tita_switch/ports")
         check(ports == {"/tita_switch/ports": [0, 1]}, f"/tita_switch/ports: {ports}")
-        port1 = query(s, "/tita_switch/port,1")["/tita_switch/port"]
+        port1 = t.reply("/tita_switch/port,1")["/tita_switch/port"]
         check(port1["name"] == "net_pcap1" and port1["tx_packets"] == 50 and port1["rate_mbps"] == 10000,
               f"/tita_switch/port,1: {port1}")
-        by_name = query(s, "/tita_switch/port,net_pcap0")["/tita_switch/port"]
+        by_name = t.reply("/tita_switch/port,net_pcap0")["/tita_switch/port"]
         check(by_name["rx_packets"] == 50, f"/tita_switch/port,net_pcap0: {by_name}")
-        stats = query(s, "/tita_switch/stats")["/tita_switch/stats"]
+        stats = t.reply("/tita_switch/stats")["/tita_switch/stats"]
         check(stats["rx_packets"] == 50 and stats["tx_packets"] == 50, f"/tita_switch/stats: {stats}")
-        queues = query(s, "/tita_switch/queues,1")["/tita_switch/queues"]
+        queues = t.reply("/tita_switch/queues,1")["/tita_switch/queues"]
         check(queues["priority_3"]["dequeued_packets"] == 50, f"/tita_switch/queues,1: {queues}")
-        qlen = query(s, "/tita_switch/qlen")["/tita_switch/qlen"]
+        qlen = t.reply("/tita_switch/qlen")["/tita_switch/qlen"]
         check(qlen == {"net_pcap0": 0, "net_pcap1": 0}, f"/tita_switch/qlen: {qlen}")
-        s.close()
+        t.close()
         # DPDK's own client reads the same commands.
         r = subprocess.run(["/usr/bin/python3", "/usr/bin/dpdk-telemetry.py", "-f", prefix],
                            input="/tita_switch/stats\n", capture_output=True, text=True, timeout=20)
@@ -502,7 +484,7 @@ def case_signal():
                                               "--stats-ms", "0"]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(100):
-            if telemetry_socket(f"tsw_{tag}_{os.getpid()}"):
+            if socket_path(f"tsw_{tag}_{os.getpid()}"):
                 break
             time.sleep(0.1)
         time.sleep(0.3)
