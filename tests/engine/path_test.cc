@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pair.h"
+#include "scripted_peer.h"
 #include "workload.h"
 #include "tita/engine/engine.h"
 #include "tita/fabric/classify.h"
@@ -26,23 +27,9 @@ namespace {
 
 using wire::Opcode;
 
-struct Capture : PacketIo {
-  std::vector<std::vector<uint8_t>> frames;
-  uint32_t tx_space() override { return 1024; }
-  void transmit(uint64_t, const TxFrame& f) override {
-    std::vector<uint8_t> b(f.hdr, f.hdr + f.hdr_len);
-    for (uint32_t i = 0; i < f.n_payload; ++i) {
-      const auto* p = static_cast<const uint8_t*>(f.payload[i].data);
-      b.insert(b.end(), p, p + f.payload[i].len);
-    }
-    b.insert(b.end(), f.tail, f.tail + f.tail_len);
-    frames.push_back(std::move(b));
-  }
-};
-
-constexpr uint32_t kPeerQpn = 0x100;
-constexpr uint32_t kSqPsn = 100;
-constexpr uint32_t kRqPsn = 500;
+using test::kPeerQpn;
+using test::kRqPsn;
+using test::kSqPsn;
 constexpr uint64_t kBaseRttNs = 10'000;
 
 // A stall window of 50 us: max(stall_min_ns, 1 x base RTT) + one 1 KB packet
@@ -60,7 +47,7 @@ PathConfig only_stall() {
   return p;
 }
 
-class PathControl : public testing::Test {
+class PathControl : public test::ScriptedPeerTest {
  protected:
   void make(const PathConfig& pc, uint8_t timeout = 16, uint8_t retry_cnt = 7, uint8_t traffic_class = 0) {
     EngineConfig cfg;
@@ -68,33 +55,13 @@ class PathControl : public testing::Test {
     cfg.ack_unsolicited = 1000;
     cfg.base_rtt_ns = kBaseRttNs;
     cfg.path = pc;
-    eng = std::make_unique<Engine>(cfg, &io);
-    eng->set_path_hook(
-        +[](void* ctx, const PathEvent& e) { static_cast<PathControl*>(ctx)->events.push_back(e); }, this);
-    pd = eng->alloc_pd();
-    mem.assign(1 << 16, 0xee);
-    ASSERT_EQ(eng->reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &mr),
-              0);
-    ASSERT_EQ(eng->create_cq(256, &cq), 0);
-    ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
     QpAttr a;
-    std::string err;
-    a.qp_state = QpState::kInit;
-    a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAccessFlags, &err), 0) << err;
-    a.qp_state = QpState::kRtr;
-    a.path_mtu = 1024;
-    a.dest_qp_num = kPeerQpn;
-    a.rq_psn = kRqPsn;
-    a.ah_attr.dgid = peer_gid;
     a.ah_attr.traffic_class = traffic_class;
-    std::memcpy(a.ah_attr.dmac, peer_mac, 6);
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, &err), 0) << err;
-    a.qp_state = QpState::kRts;
-    a.sq_psn = kSqPsn;
     a.timeout = timeout;
     a.retry_cnt = retry_cnt;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt, &err), 0) << err;
+    open(cfg, a, 0, kQpTimeout | kQpRetryCnt);
+    eng->set_path_hook(
+        +[](void* ctx, const PathEvent& e) { static_cast<PathControl*>(ctx)->events.push_back(e); }, this);
     base_sport = roce_udp_sport(qpn, kPeerQpn);
     peer_sport = base_sport;
     next_psn = 0;
@@ -124,10 +91,6 @@ class PathControl : public testing::Test {
     return buf;
   }
 
-  void deliver(const std::vector<uint8_t>& frame) {
-    eng->receive(now, frame.data(), static_cast<uint32_t>(frame.size()));
-    eng->poll(now);
-  }
   void ack(uint32_t psn) {
     syndrome = wire::aeth::ack();
     deliver(from_peer(Opcode::kAck, psn));
@@ -144,18 +107,6 @@ class PathControl : public testing::Test {
   void nak_sequence(uint32_t psn) {
     syndrome = wire::aeth::nak(wire::aeth::kNakPsnSequenceError);
     deliver(from_peer(Opcode::kAck, psn));
-  }
-
-  std::vector<wire::Packet> sent() {
-    std::vector<wire::Packet> out;
-    for (size_t i = taken; i < io.frames.size(); ++i) {
-      wire::Packet p;
-      EXPECT_EQ(wire::parse(io.frames[i].data(), static_cast<uint32_t>(io.frames[i].size()), &p),
-                wire::ParseError::kOk);  // ICRC and IPv4 checksum verified
-      out.push_back(p);
-    }
-    taken = io.frames.size();
-    return out;
   }
 
   // Advances the clock to `t` in 64 ns steps, polling like a host does.
@@ -199,20 +150,11 @@ class PathControl : public testing::Test {
     return wire::dodge_set(0x000f, base_sport, (wire::dodge_get(0x000f, base_sport) + steps) % 16);
   }
 
-  Capture io;
-  std::unique_ptr<Engine> eng;
   std::vector<PathEvent> events;
-  uint32_t pd = 0, cq = 0, qpn = 0;
-  MrInfo mr;
-  std::vector<uint8_t> mem;
-  uint64_t now = 1'000'000;
-  size_t taken = 0;
   uint16_t base_sport = 0;
   uint16_t peer_sport = 0;
   uint8_t syndrome = wire::aeth::ack();
   uint32_t next_psn = 0;  // PSNs warm() used
-  uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x99};
-  wire::Gid peer_gid = wire::Gid::from_ipv4(0x0a000099);
 };
 
 TEST_F(PathControl, OffByDefault) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "scripted_peer.h"
 #include "tita/engine/engine.h"
 #include "tita/wire/psn.h"
 
@@ -14,26 +15,13 @@ namespace {
 
 using wire::Opcode;
 
-struct Capture : PacketIo {
-  std::vector<std::vector<uint8_t>> frames;
-  uint32_t space = 1024;
-  uint32_t tx_space() override { return space; }
-  void transmit(uint64_t, const TxFrame& f) override {
-    std::vector<uint8_t> b(f.hdr, f.hdr + f.hdr_len);
-    for (uint32_t i = 0; i < f.n_payload; ++i) {
-      const auto* p = static_cast<const uint8_t*>(f.payload[i].data);
-      b.insert(b.end(), p, p + f.payload[i].len);
-    }
-    b.insert(b.end(), f.tail, f.tail + f.tail_len);
-    frames.push_back(std::move(b));
-  }
-};
+using test::CaptureIo;
+using test::kPeerQpn;
+using test::kRqPsn;
+using test::kSqPsn;
+using Capture = CaptureIo;
 
-constexpr uint32_t kPeerQpn = 0x100;
-constexpr uint32_t kSqPsn = 100;  // our first request PSN
-constexpr uint32_t kRqPsn = 500;  // the peer's first request PSN
-
-class Protocol : public testing::Test {
+class Protocol : public test::ScriptedPeerTest {
  protected:
   void SetUp() override { make(Recovery::kGoBackN); }
 
@@ -41,36 +29,13 @@ class Protocol : public testing::Test {
     EngineConfig cfg;
     cfg.ack_req_every = ack_req_every;
     cfg.ack_unsolicited = 1000;
-    eng = std::make_unique<Engine>(cfg, &io);
-    pd = eng->alloc_pd();
-    mem.assign(1 << 16, 0xee);
-    ASSERT_EQ(eng->reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &mr),
-              0);
-    ASSERT_EQ(eng->create_cq(256, &cq), 0);
-    ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
     QpAttr a;
-    std::string err;
-    a.qp_state = QpState::kInit;
-    a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAccessFlags, &err), 0) << err;
-    a.qp_state = QpState::kRtr;
-    a.path_mtu = 1024;
-    a.dest_qp_num = kPeerQpn;
-    a.rq_psn = kRqPsn;
-    a.ah_attr.dgid = peer_gid;
-    std::memcpy(a.ah_attr.dmac, peer_mac, 6);
     a.min_rnr_timer = 3;
     a.recovery = recovery;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMinRnrTimer | kQpRecovery,
-                             &err),
-              0)
-        << err;
-    a.qp_state = QpState::kRts;
-    a.sq_psn = kSqPsn;
     a.timeout = 4;  // 65.5 us
     a.retry_cnt = 2;
     a.rnr_retry = 1;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry, &err), 0) << err;
+    open(cfg, a, kQpMinRnrTimer | kQpRecovery, kQpTimeout | kQpRetryCnt | kQpRnrRetry);
   }
 
   // A frame from the peer to our QP.
@@ -97,23 +62,6 @@ class Protocol : public testing::Test {
     const int len = wire::build_frame(f, {&seg, payload_len ? 1u : 0u}, buf.data(), static_cast<uint32_t>(buf.size()));
     buf.resize(static_cast<size_t>(len));
     return buf;
-  }
-
-  void deliver(const std::vector<uint8_t>& frame) {
-    eng->receive(now, frame.data(), static_cast<uint32_t>(frame.size()));
-    eng->poll(now);
-  }
-
-  // The frames emitted since the last call, parsed (every one must parse).
-  std::vector<wire::Packet> sent() {
-    std::vector<wire::Packet> out;
-    for (size_t i = taken; i < io.frames.size(); ++i) {
-      wire::Packet p;
-      EXPECT_EQ(wire::parse(io.frames[i].data(), static_cast<uint32_t>(io.frames[i].size()), &p), wire::ParseError::kOk);
-      out.push_back(p);
-    }
-    taken = io.frames.size();
-    return out;
   }
 
   void advance(uint64_t ns) {
@@ -151,15 +99,6 @@ class Protocol : public testing::Test {
     ASSERT_EQ(eng->post_recv(qpn, &wr, nullptr), 0);
   }
 
-  Capture io;
-  std::unique_ptr<Engine> eng;
-  uint32_t pd = 0, cq = 0, qpn = 0;
-  MrInfo mr;
-  std::vector<uint8_t> mem;
-  uint64_t now = 1'000'000;
-  size_t taken = 0;
-  uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x99};
-  wire::Gid peer_gid = wire::Gid::from_ipv4(0x0a000099);
   // Extension fields of the next frame from the peer.
   uint64_t va = 0;
   uint32_t rkey = 0;

@@ -1,0 +1,100 @@
+// One engine with one RC QP whose peer the test plays by hand: the frames the
+// engine sends are captured, the peer's frames are built by the test and
+// delivered. Shared by the protocol and path-control tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tita/engine/engine.h"
+#include "tita/wire/frame.h"
+
+namespace tita::engine::test {
+
+// Every frame the engine hands to the host, as bytes.
+struct CaptureIo : PacketIo {
+  std::vector<std::vector<uint8_t>> frames;
+  uint32_t space = 1024;
+  uint32_t tx_space() override { return space; }
+  void transmit(uint64_t, const TxFrame& f) override {
+    std::vector<uint8_t> b(f.hdr, f.hdr + f.hdr_len);
+    for (uint32_t i = 0; i < f.n_payload; ++i) {
+      const auto* p = static_cast<const uint8_t*>(f.payload[i].data);
+      b.insert(b.end(), p, p + f.payload[i].len);
+    }
+    b.insert(b.end(), f.tail, f.tail + f.tail_len);
+    frames.push_back(std::move(b));
+  }
+};
+
+inline constexpr uint32_t kPeerQpn = 0x100;
+inline constexpr uint32_t kSqPsn = 100;  // our first request PSN
+inline constexpr uint32_t kRqPsn = 500;  // the peer's first request PSN
+
+class ScriptedPeerTest : public testing::Test {
+ protected:
+  // Creates the engine, a 64 KB region, a CQ and the QP, and moves the QP to
+  // RTS towards the scripted peer. `a` carries what a test sets beyond the
+  // common attributes (RTR: path MTU 1024, peer QPN, kRqPsn, the peer's GID and
+  // MAC; RTS: kSqPsn), with the extra mask bits of each transition.
+  void open(const EngineConfig& cfg, QpAttr a, uint32_t extra_rtr_mask, uint32_t extra_rts_mask) {
+    eng = std::make_unique<Engine>(cfg, &io);
+    pd = eng->alloc_pd();
+    mem.assign(1 << 16, 0xee);
+    ASSERT_EQ(eng->reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &mr),
+              0);
+    ASSERT_EQ(eng->create_cq(256, &cq), 0);
+    ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
+    std::string err;
+    a.qp_state = QpState::kInit;
+    a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAccessFlags, &err), 0) << err;
+    a.qp_state = QpState::kRtr;
+    a.path_mtu = 1024;
+    a.dest_qp_num = kPeerQpn;
+    a.rq_psn = kRqPsn;
+    a.ah_attr.dgid = peer_gid;
+    std::memcpy(a.ah_attr.dmac, peer_mac, 6);
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | extra_rtr_mask, &err), 0)
+        << err;
+    a.qp_state = QpState::kRts;
+    a.sq_psn = kSqPsn;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpSqPsn | extra_rts_mask, &err), 0) << err;
+  }
+
+  void deliver(const std::vector<uint8_t>& frame) {
+    eng->receive(now, frame.data(), static_cast<uint32_t>(frame.size()));
+    eng->poll(now);
+  }
+
+  // The frames emitted since the last call, parsed (every one must parse, with
+  // its ICRC and IPv4 checksum verified).
+  std::vector<wire::Packet> sent() {
+    std::vector<wire::Packet> out;
+    for (size_t i = taken; i < io.frames.size(); ++i) {
+      wire::Packet p;
+      EXPECT_EQ(wire::parse(io.frames[i].data(), static_cast<uint32_t>(io.frames[i].size()), &p),
+                wire::ParseError::kOk);
+      out.push_back(p);
+    }
+    taken = io.frames.size();
+    return out;
+  }
+
+  CaptureIo io;
+  std::unique_ptr<Engine> eng;
+  uint32_t pd = 0, cq = 0, qpn = 0;
+  MrInfo mr;
+  std::vector<uint8_t> mem;
+  uint64_t now = 1'000'000;
+  size_t taken = 0;
+  uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x99};
+  wire::Gid peer_gid = wire::Gid::from_ipv4(0x0a000099);
+};
+
+}  // namespace tita::engine::test
