@@ -68,27 +68,15 @@ class PathControl : public test::ScriptedPeerTest {
   }
 
   std::vector<uint8_t> from_peer(Opcode op, uint32_t psn, uint32_t payload_len = 0, uint32_t dma_len = 0) {
-    wire::FrameFields f;
-    std::memcpy(f.src_mac, peer_mac, 6);
-    std::memcpy(f.dst_mac, eng->config().mac, 6);
-    f.src_gid = peer_gid;
-    f.dst_gid = eng->config().gid;
+    wire::FrameFields f = peer_fields(op, psn);
     f.udp_src_port = peer_sport;
-    f.opcode = op;
-    f.dest_qp = qpn;
-    f.psn = psn;
     f.va = mr.addr;
     f.rkey = mr.rkey;
     f.dma_len = dma_len ? dma_len : payload_len;
     f.syndrome = syndrome;
     f.ack_req = true;
     if (op == Opcode::kCnp) f.becn = true;
-    std::vector<uint8_t> payload(payload_len, 0x5a);
-    const wire::Segment seg{payload.data(), payload_len};
-    std::vector<uint8_t> buf(payload_len + 256);
-    const int len = wire::build_frame(f, {&seg, payload_len ? 1u : 0u}, buf.data(), static_cast<uint32_t>(buf.size()));
-    buf.resize(static_cast<size_t>(len));
-    return buf;
+    return frame_of(f, std::vector<uint8_t>(payload_len, 0x5a));
   }
 
   void ack(uint32_t psn) {

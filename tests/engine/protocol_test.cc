@@ -40,14 +40,7 @@ class Protocol : public test::ScriptedPeerTest {
 
   // A frame from the peer to our QP.
   std::vector<uint8_t> from_peer(Opcode op, uint32_t psn, uint32_t payload_len = 0, uint8_t ecn = wire::kEcnEct0) {
-    wire::FrameFields f;
-    std::memcpy(f.src_mac, peer_mac, 6);
-    std::memcpy(f.dst_mac, eng->config().mac, 6);
-    f.src_gid = peer_gid;
-    f.dst_gid = eng->config().gid;
-    f.opcode = op;
-    f.dest_qp = qpn;
-    f.psn = psn;
+    wire::FrameFields f = peer_fields(op, psn);
     f.ecn = ecn;
     f.va = va;
     f.rkey = rkey ? rkey : mr.rkey;
@@ -57,11 +50,7 @@ class Protocol : public test::ScriptedPeerTest {
     f.ack_req = ack_req;
     std::vector<uint8_t> payload(payload_len);
     for (uint32_t i = 0; i < payload_len; ++i) payload[i] = static_cast<uint8_t>(i + psn);
-    const wire::Segment seg{payload.data(), payload_len};
-    std::vector<uint8_t> buf(payload_len + 256);
-    const int len = wire::build_frame(f, {&seg, payload_len ? 1u : 0u}, buf.data(), static_cast<uint32_t>(buf.size()));
-    buf.resize(static_cast<size_t>(len));
-    return buf;
+    return frame_of(f, payload);
   }
 
   void advance(uint64_t ns) {

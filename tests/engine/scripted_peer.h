@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -65,6 +66,30 @@ class ScriptedPeerTest : public testing::Test {
     a.qp_state = QpState::kRts;
     a.sq_psn = kSqPsn;
     ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpSqPsn | extra_rts_mask, &err), 0) << err;
+  }
+
+  // The addressing of a frame from the peer to our QP; the test adds the rest.
+  wire::FrameFields peer_fields(wire::Opcode op, uint32_t psn) const {
+    wire::FrameFields f;
+    std::memcpy(f.src_mac, peer_mac, 6);
+    std::memcpy(f.dst_mac, eng->config().mac, 6);
+    f.src_gid = peer_gid;
+    f.dst_gid = eng->config().gid;
+    f.opcode = op;
+    f.dest_qp = qpn;
+    f.psn = psn;
+    return f;
+  }
+
+  // The frame of f carrying `payload` (none if empty).
+  static std::vector<uint8_t> frame_of(const wire::FrameFields& f, const std::vector<uint8_t>& payload) {
+    const auto n = static_cast<uint32_t>(payload.size());
+    const wire::Segment seg{payload.data(), n};
+    std::vector<uint8_t> buf(n + 256);
+    const int len = wire::build_frame(f, {&seg, n ? 1u : 0u}, buf.data(), static_cast<uint32_t>(buf.size()));
+    EXPECT_GT(len, 0);
+    buf.resize(static_cast<size_t>(std::max(len, 0)));
+    return buf;
   }
 
   void deliver(const std::vector<uint8_t>& frame) {
