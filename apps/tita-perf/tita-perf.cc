@@ -146,6 +146,7 @@ class Perf {
  private:
   struct Conn {
     uint32_t qpn = 0;
+    uint32_t psn = 0;  // our first request PSN, random as perftest's (the peer's RQ PSN)
     uint32_t peer_qpn = 0;
     uint64_t posted = 0;
     uint64_t completed = 0;
@@ -210,14 +211,20 @@ class Perf {
       const engine::QpInitAttr qa{.send_cq = cq_, .recv_cq = cq_, .max_send_wr = o_.tx_depth + 1,
                                   .max_recv_wr = o_.tx_depth + 1, .max_sge = 1};
       if (e.create_qp(pd_, qa, &c.qpn) != 0) die("create_qp failed");
+      c.psn = static_cast<uint32_t>(psn_rng_()) & wire::kPsnMask;
     }
   }
 
   // What client k (0 for a client itself) needs: its slice of QPs and buffer regions.
   json local_info(uint32_t k = 0) const {
     json qpns = json::array();
-    for (uint32_t i = 0; i < o_.qps; ++i) qpns.push_back(conns_[k * o_.qps + i].qpn);
+    json psns = json::array();
+    for (uint32_t i = 0; i < o_.qps; ++i) {
+      qpns.push_back(conns_[k * o_.qps + i].qpn);
+      psns.push_back(conns_[k * o_.qps + i].psn);
+    }
     return {{"qpns", qpns},
+            {"psns", psns},
             {"gid", o_.ip},
             {"mac", mac_string(host_->engine().config().mac)},
             {"addr", mr_.addr + k * o_.qps * region()},
@@ -233,8 +240,10 @@ class Perf {
     uint8_t mac[6];
     if (!parse_mac(peer.at("mac").get<std::string>(), mac)) die("peer sent a bad MAC");
     const auto& qpns = peer.at("qpns");
-    if (qpns.size() != o_.qps) die("peer has " + std::to_string(qpns.size()) + " QPs, we have " +
-                                   std::to_string(o_.qps));
+    const auto& psns = peer.at("psns");
+    if (qpns.size() != o_.qps || psns.size() != o_.qps) {
+      die("peer has " + std::to_string(qpns.size()) + " QPs, we have " + std::to_string(o_.qps));
+    }
     peer_addr_ = peer.at("addr").get<uint64_t>();
     peer_rkey_ = peer.at("rkey").get<uint32_t>();
     peer_region_ = peer.at("region").get<uint64_t>();
@@ -245,23 +254,22 @@ class Perf {
       engine::QpAttr a;
       a.qp_state = engine::QpState::kInit;
       a.qp_access_flags = engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
-      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpAccessFlags, &err) != 0) die(err);
+      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpToInitRequired, &err) != 0) die(err);
       a.qp_state = engine::QpState::kRtr;
       a.path_mtu = o_.mtu;
       a.dest_qp_num = c.peer_qpn;
+      a.rq_psn = psns[i].get<uint32_t>() & wire::kPsnMask;
+      a.sq_psn = c.psn;
       a.ah_attr.dgid = wire::Gid::from_ipv4(ip);
       std::memcpy(a.ah_attr.dmac, mac, 6);
       a.ah_attr.traffic_class = static_cast<uint8_t>(o_.dscp << 2);
       a.recovery = o_.recovery == "sr" ? engine::Recovery::kSelectiveRepeat : engine::Recovery::kGoBackN;
-      if (e.modify_qp(c.qpn, a,
-                      engine::kQpState | engine::kQpAv | engine::kQpPathMtu | engine::kQpDestQpn | engine::kQpRqPsn |
-                          engine::kQpRecovery,
-                      &err) != 0) {
+      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpToRtrRequired | engine::kQpRecovery, &err) != 0) {
         die(err);
       }
       a.qp_state = engine::QpState::kRts;
       a.timeout = o_.timeout;
-      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpSqPsn | engine::kQpTimeout, &err) != 0) die(err);
+      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpToRtsRequired, &err) != 0) die(err);
       if (e.set_cc(c.qpn, o_.cc, o_.cc_params, &err) != 0) die(err);
     }
   }
@@ -670,6 +678,7 @@ class Perf {
   uint64_t peer_addr_ = 0;
   uint32_t peer_rkey_ = 0;
   uint64_t peer_region_ = 0;
+  std::mt19937 psn_rng_{std::random_device{}()};
   double elapsed_s_ = 0;
   double messages_ = 0;
   json latency_json_ = json::object();

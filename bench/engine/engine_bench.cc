@@ -81,15 +81,15 @@ struct Bed {
       QpAttr a;
       a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessRemoteWrite;
-      e[i]->modify_qp(qp[i], a, kQpState | kQpAccessFlags, &err);
+      e[i]->modify_qp(qp[i], a, kQpState | kQpToInitRequired, &err);
       a.qp_state = QpState::kRtr;
       a.path_mtu = 4096;
       a.dest_qp_num = qp[1 - i];
       a.ah_attr.dgid = e[1 - i]->config().gid;
       std::memcpy(a.ah_attr.dmac, e[1 - i]->config().mac, 6);
-      e[i]->modify_qp(qp[i], a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, &err);
+      e[i]->modify_qp(qp[i], a, kQpState | kQpToRtrRequired, &err);
       a.qp_state = QpState::kRts;
-      e[i]->modify_qp(qp[i], a, kQpState | kQpSqPsn | kQpTimeout, &err);
+      e[i]->modify_qp(qp[i], a, kQpState | kQpToRtsRequired, &err);
       e[i]->set_cc(qp[i], "hpcc", {}, &err);
     }
     payload_ = payload;

@@ -323,7 +323,7 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     eng::QpAttr a;
     a.qp_state = eng::QpState::kInit;
     a.qp_access_flags = eng::kAccessRemoteWrite | eng::kAccessRemoteRead;
-    if (int rc = e.modify_qp(qpn, a, eng::kQpState | eng::kQpAccessFlags, &err); rc != 0)
+    if (int rc = e.modify_qp(qpn, a, eng::kQpState | eng::kQpToInitRequired, &err); rc != 0)
     {
         NS_LOG_ERROR(err);
         return rc;
@@ -336,9 +336,7 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     a.ah_attr.vlan = m_vlan;
     a.ah_attr.pcp = m_priority;
     a.recovery = m_selectiveRepeat ? eng::Recovery::kSelectiveRepeat : eng::Recovery::kGoBackN;
-    const uint32_t rtr = eng::kQpState | eng::kQpAv | eng::kQpPathMtu | eng::kQpDestQpn |
-                         eng::kQpRqPsn | eng::kQpMaxDestRdAtomic | eng::kQpMinRnrTimer |
-                         eng::kQpRecovery;
+    const uint32_t rtr = eng::kQpState | eng::kQpToRtrRequired | eng::kQpRecovery;
     if (int rc = e.modify_qp(qpn, a, rtr, &err); rc != 0)
     {
         NS_LOG_ERROR(err);
@@ -347,8 +345,7 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     a.qp_state = eng::QpState::kRts;
     a.timeout = m_qpTimeout;
     a.retry_cnt = m_retryCnt;
-    const uint32_t rts = eng::kQpState | eng::kQpSqPsn | eng::kQpTimeout | eng::kQpRetryCnt |
-                         eng::kQpRnrRetry | eng::kQpMaxQpRdAtomic;
+    const uint32_t rts = eng::kQpState | eng::kQpToRtsRequired;
     if (int rc = e.modify_qp(qpn, a, rts, &err); rc != 0)
     {
         NS_LOG_ERROR(err);

@@ -604,22 +604,21 @@ class TitaGoldenTraceTestCase : public TestCase
             eng::QpAttr at;
             at.qp_state = eng::QpState::kInit;
             at.qp_access_flags = eng::kAccessRemoteWrite;
-            nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpAccessFlags, &err);
+            nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpToInitRequired, &err);
             at.qp_state = eng::QpState::kRtr;
             at.dest_qp_num = peer->m_myQpn;
             at.ah_attr.dgid = wire::Gid::from_ipv4(peer->m_myIp.Get());
             peer->GetMacAddress().CopyTo(at.ah_attr.dmac);
             NS_TEST_ASSERT_MSG_EQ(nic->GetEngine().modify_qp(s.qpn,
                                                             at,
-                                                            eng::kQpState | eng::kQpAv | eng::kQpPathMtu |
-                                                                eng::kQpDestQpn | eng::kQpRqPsn,
+                                                            eng::kQpState | eng::kQpToRtrRequired,
                                                             &err),
                                   0,
                                   err);
             at.qp_state = eng::QpState::kRts;
             at.timeout = 0; // no RTO in this script
             NS_TEST_ASSERT_MSG_EQ(
-                nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpSqPsn | eng::kQpTimeout, &err),
+                nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpToRtsRequired, &err),
                 0,
                 err);
         }

@@ -88,17 +88,17 @@ TEST_P(DpdkRing, EveryVerbIntact) {
     QpAttr a;
     a.qp_state = QpState::kInit;
     a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-    ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpAccessFlags, &err), 0) << err;
+    ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToInitRequired, &err), 0) << err;
     a.qp_state = QpState::kRtr;
     a.path_mtu = 4096;
     a.dest_qp_num = ep[peer].qp;
     a.ah_attr.dgid = ep[peer].eng->config().gid;
     std::memcpy(a.ah_attr.dmac, port[peer].mac(), 6);
-    ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, &err), 0)
+    ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtrRequired, &err), 0)
         << err;
     a.qp_state = QpState::kRts;
     a.timeout = 10;
-    ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpSqPsn | kQpTimeout, &err), 0) << err;
+    ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtsRequired, &err), 0) << err;
   }
   dpdk::TscClock clock;
   const uint64_t give_up = clock.now_ns() + 60'000'000'000ull;
@@ -205,15 +205,15 @@ TEST(DpdkSteering, FramesReachTheEngineThatOwnsTheirQp) {
       QpAttr a;
       a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpAccessFlags, &err), 0) << err;
+      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToInitRequired, &err), 0) << err;
       a.qp_state = QpState::kRtr;
       a.dest_qp_num = ep[peer].qp;
       a.ah_attr.dgid = ep[peer].eng->config().gid;
       std::memcpy(a.ah_attr.dmac, port[peer].mac(), 6);
-      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn, &err), 0);
+      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtrRequired, &err), 0);
       a.qp_state = QpState::kRts;
       a.timeout = 10;
-      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpSqPsn | kQpTimeout, &err), 0);
+      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtsRequired, &err), 0);
       // net_ring has no rte_flow: the rule is refused and the inbox carries the frames.
       EXPECT_NE(h[i]->steer_qp(ep[i].qp, ep[peer].qp, &err), 0);
     }

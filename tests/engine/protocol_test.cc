@@ -269,12 +269,6 @@ TEST_F(Protocol, ReadResponsesLandInLocalMemoryAndComplete) {
   EXPECT_EQ(mem[4096 + 2000], 0xee);  // not a byte more
 }
 
-TEST_F(Protocol, AtomicsAreRejectedClearly) {
-  EXPECT_EQ(post(WrOpcode::kAtomicFetchAndAdd, 0, 8), -EOPNOTSUPP);
-  EXPECT_EQ(post(WrOpcode::kAtomicCmpAndSwp, 0, 8), -EOPNOTSUPP);
-  EXPECT_TRUE(sent().empty());
-}
-
 // ---------------------------------------------------------------- responder
 
 TEST_F(Protocol, InOrderWriteIsPlacedAndAcknowledgedWithMsn) {
@@ -578,32 +572,6 @@ TEST_F(Protocol, BadFramesAreCountedAndDropped) {
 }
 
 // ---------------------------------------------------------------- verbs
-
-TEST(Verbs, ModifyQpNamesWhatIsMissingOrWrong) {
-  Capture io;
-  Engine eng(EngineConfig{}, &io);
-  const uint32_t pd = eng.alloc_pd();
-  uint32_t cq, qpn;
-  ASSERT_EQ(eng.create_cq(16, &cq), 0);
-  ASSERT_EQ(eng.create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
-  std::string err;
-  QpAttr a;
-  a.qp_state = QpState::kRts;
-  EXPECT_EQ(eng.modify_qp(qpn, a, kQpState, &err), -EINVAL);
-  EXPECT_EQ(err, "modify_qp: no transition from RESET to RTS");
-  a.qp_state = QpState::kInit;
-  ASSERT_EQ(eng.modify_qp(qpn, a, kQpState, &err), 0);
-  a.qp_state = QpState::kRtr;
-  EXPECT_EQ(eng.modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpRqPsn, &err), -EINVAL);
-  EXPECT_EQ(err, "modify_qp: INIT -> RTR needs dest_qp_num");
-  a.path_mtu = 1500;
-  EXPECT_EQ(eng.modify_qp(qpn, a, kQpState | kQpPathMtu, &err), -EINVAL);
-  EXPECT_EQ(err, "modify_qp: path_mtu 1500 is not 256, 512, 1024, 2048 or 4096");
-  EXPECT_EQ(eng.modify_qp(qpn + 1000, a, kQpState, &err), -EINVAL);
-  EXPECT_EQ(err, "modify_qp: no QP " + std::to_string(qpn + 1000));
-  EXPECT_EQ(eng.set_cc(qpn, "reno", {}, &err), -ENOENT);
-  EXPECT_NE(err.find("unknown congestion control 'reno'"), std::string::npos) << err;
-}
 
 TEST(Verbs, PostingChecksItsArguments) {
   Capture io;

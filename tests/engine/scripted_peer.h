@@ -54,18 +54,18 @@ class ScriptedPeerTest : public testing::Test {
     std::string err;
     a.qp_state = QpState::kInit;
     a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAccessFlags, &err), 0) << err;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpToInitRequired, &err), 0) << err;
     a.qp_state = QpState::kRtr;
     a.path_mtu = 1024;
     a.dest_qp_num = kPeerQpn;
     a.rq_psn = kRqPsn;
     a.ah_attr.dgid = peer_gid;
     std::memcpy(a.ah_attr.dmac, peer_mac, 6);
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | extra_rtr_mask, &err), 0)
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpToRtrRequired | extra_rtr_mask, &err), 0)
         << err;
     a.qp_state = QpState::kRts;
     a.sq_psn = kSqPsn;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpSqPsn | extra_rts_mask, &err), 0) << err;
+    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpToRtsRequired | extra_rts_mask, &err), 0) << err;
   }
 
   // The addressing of a frame from the peer to our QP; the test adds the rest.

@@ -188,6 +188,13 @@ class SimNet {
     const uint64_t wire_ns = (frame->size() + 24) * 8 * 1'000'000'000ull / rate_bps_;
     push(now_ns_ + std::max<uint64_t>(wire_ns, 1), Kind::kTxDone, h.id);
     if (pcap_.is_open()) pcap_.write(*frame, now_ns_);
+    static constexpr uint8_t kBroadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    if (std::memcmp(frame->data(), kBroadcast, 6) == 0) {  // ARP requests: everyone else
+      for (int to = 0; to < static_cast<int>(hosts_.size()); ++to) {
+        if (to != h.id) push(now_ns_ + wire_ns + delay_ns_, Kind::kDeliver, to, frame);
+      }
+      return;
+    }
     const int to = (*frame)[5] - 1;
     if (to < 0 || to >= static_cast<int>(hosts_.size())) return;
     ++stats_.frames;
@@ -239,16 +246,15 @@ inline void connect(SimNet& net, int ha, uint32_t qa, int hb, uint32_t qb, const
     QpAttr a = base;
     a.qp_state = QpState::kInit;
     a.qp_access_flags = access;
-    if (net.engine(h).modify_qp(q, a, kQpState | kQpAccessFlags, &err) != 0) throw std::runtime_error(err);
+    if (net.engine(h).modify_qp(q, a, kQpState | kQpToInitRequired, &err) != 0) throw std::runtime_error(err);
     a.qp_state = QpState::kRtr;
     a.dest_qp_num = peer_qp;
     a.ah_attr.dgid = net.gid(peer);
     net.mac(peer, a.ah_attr.dmac);
-    const uint32_t rtr = kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer |
-                         kQpRecovery;
+    const uint32_t rtr = kQpState | kQpToRtrRequired | kQpRecovery;
     if (net.engine(h).modify_qp(q, a, rtr, &err) != 0) throw std::runtime_error(err);
     a.qp_state = QpState::kRts;
-    const uint32_t rts = kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
+    const uint32_t rts = kQpState | kQpToRtsRequired;
     if (net.engine(h).modify_qp(q, a, rts, &err) != 0) throw std::runtime_error(err);
   };
   bring_up(ha, qa, hb, qb);

@@ -51,7 +51,6 @@ inline std::vector<Message> verb_workload(uint32_t mtu, int count, uint64_t seed
     Message m;
     m.op = ops[i % 5];
     m.len = std::min(sizes[rng() % std::size(sizes)], max_len);
-    if (m.len == 0 && (m.op == WrOpcode::kRdmaWrite || m.op == WrOpcode::kRdmaRead)) m.len = 1;
     m.src_off = m.dst_off = off;
     off += (m.len + 63) & ~63ull;
     out.push_back(m);

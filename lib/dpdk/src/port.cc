@@ -137,6 +137,12 @@ int Port::open(std::string_view name, const PortConfig& cfg, std::string* err) {
   if (cfg.promiscuous) rte_eth_promiscuous_enable(id_);
   rte_ether_addr addr;
   rte_eth_macaddr_get(id_, &addr);
+  if (rte_is_zero_ether_addr(&addr)) {
+    // Some vdevs (net_ring) come without an address; an endpoint needs one
+    // (ARP answers with it, receivers filter on it): a random local one.
+    rte_eth_random_addr(addr.addr_bytes);
+    rte_eth_dev_default_mac_addr_set(id_, &addr);  // best effort: the port may keep none
+  }
   std::memcpy(mac_, addr.addr_bytes, 6);
   return 0;
 }

@@ -31,13 +31,13 @@ struct Completer {
   void retire(const SendWqe& w) {
     if (w.signaled) {
       m.complete(qp.send_cq, {w.wr_id, WcStatus::kSuccess, wc_opcode(w.opcode), false,
-                              w.is_read() ? w.length : 0, 0, qp.qpn});
+                              w.needs_response() ? w.length : 0, 0, qp.qpn});
     }
-    if (w.is_read()) --qp.reads_outstanding;
+    if (w.needs_response()) --qp.reads_outstanding;
     qp.sq_head = (qp.sq_head + 1) & mask();
   }
 
-  // Ask a READ again from its first missing response.
+  // Ask a READ again from its first missing response (an atomic: again).
   void retry_read(const SendWqe& w) {
     const uint32_t missing = psn_add(w.first_psn, w.read_pkts);
     if (qp.read_retry_armed && qp.read_retry_psn == missing) return;  // already asked
@@ -55,13 +55,13 @@ struct Completer {
     while (qp.sq_head != qp.sq_tail) {
       const SendWqe& w = qp.sq[qp.sq_head];
       if (!w.started) break;
-      if (w.is_read()) {
+      if (w.needs_response()) {
         if (w.read_pkts == w.npkts) {
           retire(w);
           continue;
         }
         if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) {
-          // The responder is past this READ, but responses are missing: they were lost.
+          // The responder is past this READ or atomic, but responses are missing: they were lost.
           una = psn_add(w.first_psn, w.read_pkts);
           retry_read(w);
         }
@@ -173,6 +173,12 @@ struct Completer {
         if (qp.attr.rnr_retry != 7) --qp.rnr_left;  // 7: retry forever
         qp.rnr_deadline_ns = m.now_ns + wire::aeth::rnr_timer_ns(wire::aeth::value(syndrome));
         qp.rnr_psn = psn;
+        // The responder is alive and asked us to wait: the transport timer
+        // stops (the resend restarts it) and the retry budget starts over, so
+        // RNR waits never count as timeouts, however long (rnr_retry 7: forever).
+        qp.rto_deadline_ns = kNever;
+        qp.retry_left = qp.attr.retry_cnt;
+        qp.backoff = 0;
         if (qp.path) qp.path->progress_ns = m.now_ns;
         return;
       }
@@ -233,10 +239,12 @@ struct Completer {
     m.rewind(qp, psn);
   }
 
-  void on_read_response(const wire::Packet& pkt) {
-    // Responses come in PSN order for the oldest READ still missing some.
+  // READ responses and atomic acknowledgements: they come in PSN order for the
+  // oldest READ or atomic still missing some.
+  void on_response(const wire::Packet& pkt) {
     uint32_t i = qp.sq_head;
-    while (i != qp.sq_tail && qp.sq[i].started && !(qp.sq[i].is_read() && qp.sq[i].read_pkts < qp.sq[i].npkts)) {
+    while (i != qp.sq_tail && qp.sq[i].started &&
+           !(qp.sq[i].needs_response() && qp.sq[i].read_pkts < qp.sq[i].npkts)) {
       i = (i + 1) & mask();
     }
     if (i == qp.sq_tail || !qp.sq[i].started) {
@@ -255,9 +263,19 @@ struct Completer {
       retry_read(w);
       return;
     }
-    // Every request before this READ was executed.
+    const bool atomic_ack = pkt.op->kind == wire::Kind::kAtomicAck;
+    if (atomic_ack != w.is_atomic()) {
+      // An atomic acknowledgement for a READ, or READ data for an atomic.
+      m.to_error(qp, WcStatus::kBadRespErr, i);
+      return;
+    }
+    // Every request before this one was executed.
     acknowledge_through(psn_add(w.first_psn, wire::kPsnMask));
     responder_progress(pkt.psn());
+    if (atomic_ack) {
+      place_atomic(w, i, pkt.atomic_ack()->orig.get());
+      return;
+    }
     const uint32_t offset = w.read_pkts << qp.mtu_shift;
     const uint32_t want = std::min(qp.mtu(), w.length - std::min(w.length, offset));
     if (pkt.payload_len != want) {
@@ -288,7 +306,28 @@ struct Completer {
     qp.counters.rx_payload_bytes += want;
     ++w.read_pkts;
     qp.read_retry_armed = false;
-    if (w.read_pkts == w.npkts) acknowledge_through(w.last_psn());
+    if (w.read_pkts == w.npkts) acknowledge_through(past_response(w));
+  }
+
+  // The original value of an atomic, into its 8-byte SGE (host order, as the
+  // responder's memory held it).
+  void place_atomic(SendWqe& w, uint32_t i, uint64_t orig) {
+    const Mr* mr = m.mr_by_key(w.sge[0].lkey);
+    if (mr == nullptr) {
+      m.to_error(qp, WcStatus::kLocProtErr, i);
+      return;
+    }
+    if (uint8_t* dst = mr->at(w.sge[0].addr)) std::memcpy(dst, &orig, sizeof orig);
+    w.read_pkts = 1;
+    qp.read_retry_armed = false;
+    acknowledge_through(past_response(w));
+  }
+
+  // Where a READ or atomic that just got its last response lets the ACK point
+  // move: past it, and past what the responder already acknowledged beyond it
+  // (those WRs waited only for this one).
+  uint32_t past_response(const SendWqe& w) const {
+    return psn_after(qp.acked_psn, w.last_psn()) ? qp.acked_psn : w.last_psn();
   }
 };
 
@@ -298,8 +337,9 @@ void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
   Completer c{*this, qp};
   switch (pkt.op->kind) {
     case wire::Kind::kAck: c.on_ack(pkt); break;
-    case wire::Kind::kReadResponse: c.on_read_response(pkt); break;
-    default: break;  // atomic ACKs: no atomics are ever sent
+    case wire::Kind::kReadResponse:
+    case wire::Kind::kAtomicAck: c.on_response(pkt); break;
+    default: break;
   }
 }
 

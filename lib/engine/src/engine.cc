@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine_impl.h"
+#include "tita/wire/arp.h"
 
 namespace tita::engine {
 
@@ -47,7 +48,21 @@ std::string_view to_string(QpState s) {
     case QpState::kInit: return "INIT";
     case QpState::kRtr: return "RTR";
     case QpState::kRts: return "RTS";
+    case QpState::kSqd: return "SQD";
+    case QpState::kSqe: return "SQE";
     case QpState::kError: return "ERROR";
+  }
+  return "?";
+}
+
+std::string_view to_string(EventKind k) {
+  switch (k) {
+    case EventKind::kCqNotify: return "completion";
+    case EventKind::kCqError: return "IBV_EVENT_CQ_ERR";
+    case EventKind::kQpFatal: return "IBV_EVENT_QP_FATAL";
+    case EventKind::kQpRequestError: return "IBV_EVENT_QP_REQ_ERR";
+    case EventKind::kQpAccessError: return "IBV_EVENT_QP_ACCESS_ERR";
+    case EventKind::kCommEstablished: return "IBV_EVENT_COMM_EST";
   }
   return "?";
 }
@@ -62,6 +77,7 @@ Engine::Impl::Impl(const EngineConfig& c, PacketIo* io_)
   cfg.ack_req_every = std::max<uint32_t>(cfg.ack_req_every, 1);
   cfg.ack_unsolicited = std::max<uint32_t>(cfg.ack_unsolicited, 1);
   mrs.emplace_back();  // key 0 is never valid
+  pds.push_back(0);    // PD 0 is never valid
   cc_params.emplace_back("none", cc::Params{});  // line rate, for QPs without set_cc
 }
 
@@ -74,13 +90,40 @@ size_t Engine::qp_state_bytes() { return sizeof(Qp); }
 
 // ---------------------------------------------------------------- resources
 
-uint32_t Engine::alloc_pd() { return impl_->next_pd++; }
+uint32_t Engine::alloc_pd() {
+  Impl& m = *impl_;
+  for (uint32_t pd = 1; pd < m.pds.size(); ++pd) {
+    if (!m.pds[pd]) {
+      m.pds[pd] = 1;
+      return pd;
+    }
+  }
+  m.pds.push_back(1);
+  return static_cast<uint32_t>(m.pds.size() - 1);
+}
+
+int Engine::dealloc_pd(uint32_t pd) {
+  Impl& m = *impl_;
+  if (pd == 0 || pd >= m.pds.size() || !m.pds[pd]) return -EINVAL;
+  for (const Mr& mr : m.mrs) {
+    if (mr.valid && mr.pd == pd) return -EBUSY;
+  }
+  for (const auto& qp : m.qps) {
+    if (qp && qp->valid && qp->pd == pd) return -EBUSY;
+  }
+  m.pds[pd] = 0;
+  return 0;
+}
 
 namespace {
+
+bool pd_live(const Engine::Impl& m, uint32_t pd) { return pd != 0 && pd < m.pds.size() && m.pds[pd]; }
+
 int register_region(Engine::Impl& m, uint32_t pd, uint8_t* base, uint64_t iova, uint64_t length, uint32_t access,
                     MrInfo* out) {
   constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-  if (pd == 0 || pd >= m.next_pd || length == 0 || (access & ~kKnownAccess) != 0) return -EINVAL;
+  if (!pd_live(m, pd) || length == 0 || (access & ~kKnownAccess) != 0) return -EINVAL;
+  if (iova + length < iova) return -EINVAL;  // the region would wrap the address space
   // IBA: remote write or atomic access requires local write access.
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite)) return -EINVAL;
   uint32_t index = 1;
@@ -93,12 +136,17 @@ int register_region(Engine::Impl& m, uint32_t pd, uint8_t* base, uint64_t iova, 
   *out = MrInfo{iova, length, mr.key, mr.key, access};
   return 0;
 }
+
 }  // namespace
 
 int Engine::reg_mr(uint32_t pd, void* addr, uint64_t length, uint32_t access, MrInfo* out) {
+  return reg_mr(pd, addr, length, reinterpret_cast<uint64_t>(addr), access, out);
+}
+
+int Engine::reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access, MrInfo* out) {
   if (addr == nullptr) return -EINVAL;
-  return register_region(*impl_, pd, static_cast<uint8_t*>(addr), reinterpret_cast<uint64_t>(addr), length, access,
-                         out);
+  if (reinterpret_cast<uint64_t>(addr) + length < reinterpret_cast<uint64_t>(addr)) return -EINVAL;
+  return register_region(*impl_, pd, static_cast<uint8_t*>(addr), iova, length, access, out);
 }
 
 int Engine::reg_phantom_mr(uint32_t pd, uint64_t iova, uint64_t length, uint32_t access, MrInfo* out) {
@@ -121,21 +169,72 @@ const Mr* Engine::Impl::mr_by_key(uint32_t key) const {
   return mr.valid && mr.key == key ? &mr : nullptr;
 }
 
+namespace {
+constexpr uint32_t kMaxCqEntries = 1u << 22;
+}
+
 int Engine::create_cq(uint32_t entries, uint32_t* cq) {
-  if (entries == 0 || entries > (1u << 22)) return -EINVAL;
-  Cq c;
+  Impl& m = *impl_;
+  if (entries == 0 || entries > kMaxCqEntries) return -EINVAL;
+  uint32_t index = 0;
+  while (index < m.cqs.size() && m.cqs[index].valid) ++index;
+  if (index == m.cqs.size()) m.cqs.emplace_back();
+  Cq& c = m.cqs[index];
+  c = Cq{};
   c.ring.resize(entries);
   c.valid = true;
-  impl_->cqs.push_back(std::move(c));
-  *cq = static_cast<uint32_t>(impl_->cqs.size() - 1);
+  *cq = index;
   return 0;
 }
 
-int Engine::create_qp(uint32_t pd, const QpInitAttr& a, uint32_t* qp_num) {
+int Engine::destroy_cq(uint32_t cq) {
   Impl& m = *impl_;
-  if (pd == 0 || pd >= m.next_pd || a.send_cq >= m.cqs.size() || a.recv_cq >= m.cqs.size()) return -EINVAL;
+  if (cq >= m.cqs.size() || !m.cqs[cq].valid) return -EINVAL;
+  for (const auto& qp : m.qps) {
+    if (qp && qp->valid && (qp->send_cq == cq || qp->recv_cq == cq)) return -EBUSY;
+  }
+  m.cqs[cq] = Cq{};
+  return 0;
+}
+
+int Engine::resize_cq(uint32_t cq, uint32_t entries) {
+  Impl& m = *impl_;
+  if (cq >= m.cqs.size() || !m.cqs[cq].valid) return -EINVAL;
+  Cq& c = m.cqs[cq];
+  if (entries == 0 || entries > kMaxCqEntries || entries < c.count) return -EINVAL;
+  std::vector<WorkCompletion> ring(entries);
+  const auto size = static_cast<uint32_t>(c.ring.size());
+  for (uint32_t i = 0; i < c.count; ++i) ring[i] = c.ring[(c.head + i) % size];
+  c.ring = std::move(ring);
+  c.head = 0;
+  return 0;
+}
+
+int Engine::req_notify_cq(uint32_t cq, bool solicited_only) {
+  Impl& m = *impl_;
+  if (cq >= m.cqs.size() || !m.cqs[cq].valid) return -EINVAL;
+  Cq& c = m.cqs[cq];
+  // A solicited-only request does not weaken an earlier request for the next completion.
+  if (!solicited_only) {
+    c.armed = Cq::kNext;
+  } else if (c.armed == Cq::kUnarmed) {
+    c.armed = Cq::kSolicited;
+  }
+  return 0;
+}
+
+int Engine::create_qp(uint32_t pd, const QpInitAttr& attr, uint32_t* qp_num) {
+  QpInitAttr a = attr;
+  return create_qp(pd, &a, qp_num);
+}
+
+int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
+  Impl& m = *impl_;
+  QpInitAttr& a = *attr;
+  auto cq_live = [&m](uint32_t cq) { return cq < m.cqs.size() && m.cqs[cq].valid; };
+  if (!pd_live(m, pd) || !cq_live(a.send_cq) || !cq_live(a.recv_cq)) return -EINVAL;
   if (a.max_send_wr == 0 || a.max_recv_wr == 0 || a.max_send_wr > (1u << 20) || a.max_recv_wr > (1u << 20) ||
-      a.max_sge == 0 || a.max_sge > kMaxSge) {
+      a.max_sge == 0 || a.max_sge > kMaxSge || a.max_inline_data > kMaxInlineData) {
     return -EINVAL;
   }
   uint32_t index;
@@ -156,8 +255,15 @@ int Engine::create_qp(uint32_t pd, const QpInitAttr& a, uint32_t* qp_num) {
   qp->sq_sig_all = a.sq_sig_all;
   qp->max_sge = static_cast<uint8_t>(a.max_sge);
   qp->valid = true;
+  // The rings hold one slot more than asked (full and empty differ); what the
+  // QP can hold is reported back, as a provider rounds ibv_qp_cap up.
   qp->sq.resize(std::bit_ceil(a.max_send_wr + 1));
   qp->rq.resize(std::bit_ceil(a.max_recv_wr + 1));
+  a.max_send_wr = qp->sq_size() - 1;
+  a.max_recv_wr = static_cast<uint32_t>(qp->rq.size() - 1);
+  if (a.max_inline_data > 0) a.max_inline_data = (a.max_inline_data + 63) & ~63u;
+  qp->init = a;
+  qp->inline_buf.resize(size_t{qp->sq_size()} * a.max_inline_data);
   const uint32_t words = m.cfg.sr_window / 64;
   qp->sacked.assign(words, 0);
   qp->retx.assign(words, 0);
@@ -191,64 +297,192 @@ namespace {
 
 bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && std::has_single_bit(mtu); }
 
+// ---- the RC transition table (IBA 11.2.4.2, as Linux's qp_state_table has it):
+// which transitions exist, what each requires and what it also accepts.
+struct Transition {
+  bool valid = false;
+  uint32_t required = 0;
+  uint32_t optional = 0;
+};
+
+constexpr uint32_t kRtsOptional = kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState | kQpMinRnrTimer;
+
+constexpr std::array<std::array<Transition, kQpStates>, kQpStates> make_transitions() {
+  std::array<std::array<Transition, kQpStates>, kQpStates> t{};
+  auto set = [&t](QpState from, QpState to, uint32_t required, uint32_t optional) {
+    t[static_cast<int>(from)][static_cast<int>(to)] = {true, required, optional};
+  };
+  using S = QpState;
+  set(S::kReset, S::kReset, 0, 0);
+  set(S::kReset, S::kInit, kQpToInitRequired, kQpRecovery);
+  set(S::kInit, S::kReset, 0, 0);
+  set(S::kInit, S::kError, 0, 0);
+  set(S::kInit, S::kInit, 0, kQpPkeyIndex | kQpPort | kQpAccessFlags | kQpRecovery);
+  set(S::kInit, S::kRtr, kQpToRtrRequired, kQpAltPath | kQpAccessFlags | kQpPkeyIndex | kQpRecovery);
+  set(S::kRtr, S::kReset, 0, 0);
+  set(S::kRtr, S::kError, 0, 0);
+  set(S::kRtr, S::kRts, kQpToRtsRequired, kRtsOptional);
+  set(S::kRts, S::kReset, 0, 0);
+  set(S::kRts, S::kError, 0, 0);
+  set(S::kRts, S::kRts, 0, kRtsOptional);
+  set(S::kRts, S::kSqd, 0, kQpEnSqdAsyncNotify);
+  set(S::kSqd, S::kReset, 0, 0);
+  set(S::kSqd, S::kError, 0, 0);
+  set(S::kSqd, S::kRts, 0, kRtsOptional);
+  set(S::kSqd, S::kSqd, 0,
+      kQpPort | kQpAv | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic | kQpMaxDestRdAtomic |
+          kQpAltPath | kQpAccessFlags | kQpPkeyIndex | kQpMinRnrTimer | kQpPathMigState);
+  set(S::kSqe, S::kReset, 0, 0);
+  set(S::kSqe, S::kError, 0, 0);
+  set(S::kError, S::kReset, 0, 0);
+  set(S::kError, S::kError, 0, 0);
+  return t;
+}
+
+constexpr auto kTransitions = make_transitions();
+
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+// The IBV_QP_* names of the bits in `mask`, comma separated.
+std::string mask_names(uint32_t mask) {
+  static constexpr std::pair<uint32_t, const char*> kNames[] = {
+      {kQpState, "IBV_QP_STATE"},
+      {kQpCurState, "IBV_QP_CUR_STATE"},
+      {kQpEnSqdAsyncNotify, "IBV_QP_EN_SQD_ASYNC_NOTIFY"},
+      {kQpAccessFlags, "IBV_QP_ACCESS_FLAGS"},
+      {kQpPkeyIndex, "IBV_QP_PKEY_INDEX"},
+      {kQpPort, "IBV_QP_PORT"},
+      {kQpQkey, "IBV_QP_QKEY"},
+      {kQpAv, "IBV_QP_AV"},
+      {kQpPathMtu, "IBV_QP_PATH_MTU"},
+      {kQpTimeout, "IBV_QP_TIMEOUT"},
+      {kQpRetryCnt, "IBV_QP_RETRY_CNT"},
+      {kQpRnrRetry, "IBV_QP_RNR_RETRY"},
+      {kQpRqPsn, "IBV_QP_RQ_PSN"},
+      {kQpMaxQpRdAtomic, "IBV_QP_MAX_QP_RD_ATOMIC"},
+      {kQpAltPath, "IBV_QP_ALT_PATH"},
+      {kQpMinRnrTimer, "IBV_QP_MIN_RNR_TIMER"},
+      {kQpSqPsn, "IBV_QP_SQ_PSN"},
+      {kQpMaxDestRdAtomic, "IBV_QP_MAX_DEST_RD_ATOMIC"},
+      {kQpPathMigState, "IBV_QP_PATH_MIG_STATE"},
+      {kQpCap, "IBV_QP_CAP"},
+      {kQpDestQpn, "IBV_QP_DEST_QPN"},
+      {kQpRateLimit, "IBV_QP_RATE_LIMIT"},
+      {kQpRecovery, "recovery (tita)"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if (!(mask & bit)) continue;
+    if (!out.empty()) out += ", ";
+    out += name;
+    mask &= ~bit;
+  }
+  if (mask != 0) {
+    if (!out.empty()) out += ", ";
+    out += "unknown bits " + hex(mask);
+  }
+  return out;
+}
+
+bool mac_zero(const uint8_t m[6]) { return (m[0] | m[1] | m[2] | m[3] | m[4] | m[5]) == 0; }
+
 }  // namespace
+
+uint32_t Engine::Impl::max_frame_for(const AhAttr& ah, uint32_t mtu) const {
+  const bool ipv4 = cfg.gid.is_ipv4() && ah.dgid.is_ipv4();
+  // The largest headers a payload-carrying packet has: RDMA WRITE Only with Immediate.
+  const uint32_t hdr = sizeof(wire::EthHdr) + (ah.vlan ? sizeof(wire::VlanTag) : 0) +
+                       (ipv4 ? sizeof(wire::Ipv4Hdr) : sizeof(wire::Ipv6Hdr)) + sizeof(wire::UdpHdr) +
+                       sizeof(wire::Bth) + wire::opcode_info(Opcode::kWriteOnlyImm).ext_bytes;
+  const uint32_t trailer = cfg.telemetry ? wire::telemetry_bytes(0) : 0;
+  return hdr + mtu + wire::kIcrcBytes + trailer;
+}
 
 int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::string* err) {
   Impl& m = *impl_;
   Qp* qp = m.qp_by_num(qp_num);
-  auto fail = [err](std::string msg) {
-    if (err) *err = std::move(msg);
-    return -EINVAL;
+  auto fail = [err](std::string msg, int rc = -EINVAL) {
+    if (err) *err = "modify_qp: " + std::move(msg);
+    return rc;
   };
-  if (qp == nullptr) return fail("modify_qp: no QP " + std::to_string(qp_num));
+  if (qp == nullptr) return fail("no QP " + std::to_string(qp_num));
   const QpState from = qp->state;
   const QpState to = (mask & kQpState) ? a.qp_state : from;
-  auto need = [&](uint32_t bits, const char* what) { return (mask & bits) == bits ? nullptr : what; };
+  if (static_cast<int>(to) >= kQpStates) return fail("qp_state " + std::to_string(static_cast<int>(to)) + " is not a QP state");
+  const std::string step = std::string(to_string(from)) + "->" + std::string(to_string(to));
 
+  // ---- the transition and its attributes, as the table has them
+  const Transition& t = kTransitions[static_cast<int>(from)][static_cast<int>(to)];
+  if (!t.valid) return fail("no transition " + step);
+  if (to == QpState::kSqd || from == QpState::kSqd || from == QpState::kSqe) {
+    return fail(step + ": tita has no SQD/SQE states (send queue drain is not supported)", -EOPNOTSUPP);
+  }
+  if ((mask & kQpCurState) && from != QpState::kRtr && from != QpState::kRts) {
+    return fail(step + ": IBV_QP_CUR_STATE is only meaningful from RTR, RTS, SQD or SQE");
+  }
+  if (const uint32_t missing = t.required & ~mask; missing != 0) return fail(step + " needs " + mask_names(missing));
+  if (const uint32_t extra = mask & ~(t.required | t.optional | kQpState); extra != 0) {
+    return fail(step + " does not take " + mask_names(extra) +
+                (t.optional ? " (it accepts " + mask_names(t.optional) + ")" : ""));
+  }
+
+  // ---- values
+  if ((mask & kQpCurState) && a.cur_qp_state != from) {
+    return fail("cur_qp_state " + std::string(to_string(a.cur_qp_state)) + " but the QP is " +
+                std::string(to_string(from)));
+  }
+  if ((mask & kQpAltPath)) return fail("alternate paths (APM, IBV_QP_ALT_PATH) are not supported", -EOPNOTSUPP);
+  if ((mask & kQpPkeyIndex) && a.pkey_index != 0) {
+    return fail("pkey_index " + std::to_string(a.pkey_index) + ": the P_Key table has one entry (index 0)");
+  }
+  if ((mask & kQpPort) && a.port_num != 1) {
+    return fail("port_num " + std::to_string(a.port_num) + ": the device has one port (1)");
+  }
+  if ((mask & kQpAccessFlags) &&
+      (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic))) {
+    return fail("qp_access_flags " + hex(a.qp_access_flags) +
+                " has bits other than local write and remote write, read and atomic");
+  }
   if ((mask & kQpPathMtu) && !valid_mtu(a.path_mtu)) {
-    return fail("modify_qp: path_mtu " + std::to_string(a.path_mtu) + " is not 256, 512, 1024, 2048 or 4096");
+    return fail("path_mtu " + std::to_string(a.path_mtu) + " is not 256, 512, 1024, 2048 or 4096");
   }
-  if ((mask & kQpTimeout) && a.timeout > 31) return fail("modify_qp: timeout must be 0..31");
-  if ((mask & kQpRetryCnt) && a.retry_cnt > 7) return fail("modify_qp: retry_cnt must be 0..7");
-  if ((mask & kQpRnrRetry) && a.rnr_retry > 7) return fail("modify_qp: rnr_retry must be 0..7");
-  if ((mask & kQpMinRnrTimer) && a.min_rnr_timer > 31) return fail("modify_qp: min_rnr_timer must be 0..31");
-  if ((mask & kQpDestQpn) && a.dest_qp_num > wire::kPsnMask) return fail("modify_qp: dest_qp_num exceeds 24 bits");
-  if ((mask & kQpMaxDestRdAtomic) && (a.max_dest_rd_atomic == 0)) {
-    return fail("modify_qp: max_dest_rd_atomic must be at least 1");
+  if ((mask & kQpTimeout) && a.timeout > 31) return fail("timeout must be 0..31");
+  if ((mask & kQpRetryCnt) && a.retry_cnt > 7) return fail("retry_cnt must be 0..7");
+  if ((mask & kQpRnrRetry) && a.rnr_retry > 7) return fail("rnr_retry must be 0..7");
+  if ((mask & kQpMinRnrTimer) && a.min_rnr_timer > 31) return fail("min_rnr_timer must be 0..31");
+  if ((mask & kQpDestQpn) && a.dest_qp_num > wire::kPsnMask) return fail("dest_qp_num exceeds 24 bits");
+  if ((mask & kQpMaxQpRdAtomic) && a.max_rd_atomic > kMaxRdAtomic) {
+    return fail("max_rd_atomic " + std::to_string(a.max_rd_atomic) + " is above the device's " +
+                std::to_string(kMaxRdAtomic));
   }
-
-  if (to != from) {
-    const char* missing = nullptr;
-    bool ok = false;
-    if (to == QpState::kReset || to == QpState::kError) {
-      ok = true;
-    } else if (from == QpState::kReset && to == QpState::kInit) {
-      ok = true;
-    } else if (from == QpState::kInit && to == QpState::kRtr) {
-      ok = true;
-      missing = need(kQpAv, "ah_attr (kQpAv)");
-      if (!missing) missing = need(kQpPathMtu, "path_mtu");
-      if (!missing) missing = need(kQpDestQpn, "dest_qp_num");
-      if (!missing) missing = need(kQpRqPsn, "rq_psn");
-    } else if (from == QpState::kRtr && to == QpState::kRts) {
-      ok = true;
-      missing = need(kQpSqPsn, "sq_psn");
-    } else if (from == QpState::kRts && to == QpState::kRts) {
-      ok = true;
+  if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic) {
+    return fail("max_dest_rd_atomic " + std::to_string(a.max_dest_rd_atomic) + " is above the device's " +
+                std::to_string(kMaxRdAtomic));
+  }
+  if (mask & kQpAv) {
+    const AhAttr& ah = a.ah_attr;
+    if (ah.dgid == wire::Gid{}) return fail("ah_attr: the destination GID is zero");
+    if (mac_zero(ah.dmac) && !ah.dgid.is_ipv4() && !(ah.dgid == m.cfg.gid)) {
+      return fail("ah_attr: an IPv6 GID needs the peer's MAC (tita resolves IPv4-mapped GIDs by ARP only)");
     }
-    if (!ok) {
-      return fail("modify_qp: no transition from " + std::string(to_string(from)) + " to " +
-                  std::string(to_string(to)));
-    }
-    if (missing) {
-      return fail("modify_qp: " + std::string(to_string(from)) + " -> " + std::string(to_string(to)) + " needs " +
-                  missing);
+  }
+  if (to == QpState::kRtr && from == QpState::kInit && m.cfg.max_frame_bytes != 0) {
+    const uint32_t frame = m.max_frame_for(a.ah_attr, a.path_mtu);
+    if (frame > m.cfg.max_frame_bytes) {
+      return fail("path_mtu " + std::to_string(a.path_mtu) + " needs frames of " + std::to_string(frame) +
+                  " bytes; the port carries at most " + std::to_string(m.cfg.max_frame_bytes));
     }
   }
 
-  // Apply.
+  // ---- apply
   QpAttr& q = qp->attr;
   if (mask & kQpAccessFlags) q.qp_access_flags = a.qp_access_flags;
+  if (mask & kQpPkeyIndex) q.pkey_index = a.pkey_index;
+  if (mask & kQpPort) q.port_num = a.port_num;
   if (mask & kQpPathMtu) {
     q.path_mtu = a.path_mtu;
     qp->mtu_shift = static_cast<uint8_t>(std::countr_zero(a.path_mtu));
@@ -272,25 +506,35 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
   if (mask & kQpRecovery) q.recovery = a.recovery;
 
-  if (to == QpState::kRtr && from != QpState::kRtr) {
+  if (to == QpState::kRtr && from == QpState::kInit) {
     qp->udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp->qpn, q.dest_qp_num);
+    qp->loopback = m.cfg.loopback && q.ah_attr.dgid == m.cfg.gid;
+    qp->state = QpState::kRtr;
+    m.resolve(*qp);      // the peer's MAC: given, known, or asked for by ARP
     m.path_at_rtr(*qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
     qp->reads.assign(q.max_dest_rd_atomic, ReadJob{});
+    qp->atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
+    qp->atomic_next = 0;
     qp->flow.init(*qp->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, qp->mtu()}, m.now_ns);
   }
-  if (to == QpState::kError && from != QpState::kError) {
-    qp->state = QpState::kRts;  // to_error flushes from any live state
-    m.to_error(*qp, WcStatus::kWrFlushErr);
+  if (to == QpState::kError) {
+    if (from != QpState::kError) {
+      qp->state = QpState::kRts;  // to_error flushes from any live state
+      m.to_error(*qp, WcStatus::kWrFlushErr);
+    }
+    m.settle();
     return 0;
   }
   if (to == QpState::kReset) {
-    // Back to a fresh QP with the same number and queues.
+    // Back to a fresh QP with the same number, queues and creation attributes;
+    // everything posted is gone without completions, as IBA's RESET says.
     auto fresh = std::make_unique<Qp>();
     std::swap(fresh->sq, qp->sq);
     std::swap(fresh->rq, qp->rq);
     std::swap(fresh->sacked, qp->sacked);
     std::swap(fresh->retx, qp->retx);
     std::swap(fresh->retx_done, qp->retx_done);
+    std::swap(fresh->inline_buf, qp->inline_buf);
     std::fill(fresh->sacked.begin(), fresh->sacked.end(), 0);
     std::fill(fresh->retx.begin(), fresh->retx.end(), 0);
     std::fill(fresh->retx_done.begin(), fresh->retx_done.end(), 0);
@@ -303,6 +547,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     fresh->recv_cq = qp->recv_cq;
     fresh->sq_sig_all = qp->sq_sig_all;
     fresh->max_sge = qp->max_sge;
+    fresh->init = qp->init;
     fresh->valid = true;
     fresh->in_ready = qp->in_ready;
     fresh->cc_params = qp->cc_params;
@@ -320,7 +565,14 @@ int Engine::query_qp(uint32_t qp_num, QpAttr* attr) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
   if (qp == nullptr) return -EINVAL;
   *attr = qp->attr;
-  attr->qp_state = qp->state;
+  attr->qp_state = attr->cur_qp_state = qp->state;
+  return 0;
+}
+
+int Engine::query_qp_init(uint32_t qp_num, QpInitAttr* attr) const {
+  const Qp* qp = impl_->qp_by_num(qp_num);
+  if (qp == nullptr) return -EINVAL;
+  *attr = qp->init;
   return 0;
 }
 
@@ -369,18 +621,24 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
   Qp* qp = m.qp_by_num(qp_num);
   for (; wr != nullptr; wr = wr->next) {
     int rc = 0;
+    const bool atomic = wr->opcode == WrOpcode::kAtomicCmpAndSwp || wr->opcode == WrOpcode::kAtomicFetchAndAdd;
+    const bool inl = wr->send_flags & kSendInline;
     if (qp == nullptr || qp->state == QpState::kReset || qp->state == QpState::kInit || qp->state == QpState::kRtr) {
       rc = -EINVAL;
-    } else if (wr->opcode == WrOpcode::kAtomicCmpAndSwp || wr->opcode == WrOpcode::kAtomicFetchAndAdd) {
-      rc = -EOPNOTSUPP;
+    } else if (static_cast<uint8_t>(wr->opcode) > static_cast<uint8_t>(WrOpcode::kAtomicFetchAndAdd)) {
+      rc = -EINVAL;
     } else if (wr->num_sge < 0 || wr->num_sge > qp->max_sge || (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+      rc = -EINVAL;
+    } else if (atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8 || inl)) {
+      rc = -EINVAL;  // the original value lands in one 8-byte buffer
+    } else if (inl && wr->opcode == WrOpcode::kRdmaRead) {
       rc = -EINVAL;
     } else if (((qp->sq_tail + 1) & (qp->sq_size() - 1)) == qp->sq_head) {
       rc = -ENOMEM;
     }
     uint64_t length = 0;
     for (int i = 0; rc == 0 && i < wr->num_sge; ++i) length += wr->sg_list[i].length;
-    if (rc == 0 && length > (1u << 31)) rc = -EINVAL;
+    if (rc == 0 && (length > kMaxMessageBytes || (inl && length > qp->init.max_inline_data))) rc = -EINVAL;
     if (rc != 0) {
       if (bad) *bad = wr;
       return rc;
@@ -389,22 +647,39 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
     w = SendWqe{};
     w.wr_id = wr->wr_id;
     w.opcode = wr->opcode;
-    w.remote_addr = wr->rdma.remote_addr;
-    w.rkey = wr->rdma.rkey;
+    w.remote_addr = atomic ? wr->atomic.remote_addr : wr->rdma.remote_addr;
+    w.rkey = atomic ? wr->atomic.rkey : wr->rdma.rkey;
+    w.compare_add = wr->atomic.compare_add;
+    w.swap = wr->atomic.swap;
     w.imm = wr->imm_data;
     w.length = static_cast<uint32_t>(length);
-    w.num_sge = static_cast<uint8_t>(wr->num_sge);
-    std::copy(wr->sg_list, wr->sg_list + wr->num_sge, w.sge);
     w.signaled = qp->sq_sig_all || (wr->send_flags & kSendSignaled);
     w.solicited = wr->send_flags & kSendSolicited;
+    w.fence = wr->send_flags & kSendFence;
+    if (inl) {
+      // The bytes are the WR's from now on: the application may reuse its buffers.
+      uint8_t* p = qp->inline_slot(qp->sq_tail);
+      for (int i = 0; i < wr->num_sge; ++i) {
+        std::memcpy(p, reinterpret_cast<const void*>(static_cast<uintptr_t>(wr->sg_list[i].addr)),
+                    wr->sg_list[i].length);
+        p += wr->sg_list[i].length;
+      }
+      w.inline_data = true;
+      w.num_sge = w.length > 0 ? 1 : 0;
+      w.sge[0] = Sge{reinterpret_cast<uint64_t>(qp->inline_slot(qp->sq_tail)), w.length, 0};
+    } else {
+      w.num_sge = static_cast<uint8_t>(wr->num_sge);
+      std::copy(wr->sg_list, wr->sg_list + wr->num_sge, w.sge);
+    }
     qp->sq_tail = (qp->sq_tail + 1) & (qp->sq_size() - 1);
     if (qp->state == QpState::kError) {
       // Flushed at once, as ibv_post_send does on a QP in error.
-      m.complete(qp->send_cq, {w.wr_id, WcStatus::kWrFlushErr, WcOpcode::kSend, false, 0, 0, qp->qpn});
+      m.complete(qp->send_cq, {w.wr_id, WcStatus::kWrFlushErr, wc_opcode(w.opcode), false, 0, 0, qp->qpn});
       qp->sq_head = qp->sq_next = qp->sq_tail;
     }
   }
   if (qp != nullptr) m.reconsider(*qp);
+  m.settle();
   return 0;
 }
 
@@ -443,7 +718,7 @@ int Engine::post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad) {
 }
 
 int Engine::poll_cq(uint32_t cq, int max_entries, WorkCompletion* wc) {
-  if (cq >= impl_->cqs.size()) return -EINVAL;
+  if (cq >= impl_->cqs.size() || !impl_->cqs[cq].valid) return -EINVAL;
   Cq& c = impl_->cqs[cq];
   int n = 0;
   while (n < max_entries && c.count > 0) {
@@ -451,17 +726,47 @@ int Engine::poll_cq(uint32_t cq, int max_entries, WorkCompletion* wc) {
     c.head = (c.head + 1) % static_cast<uint32_t>(c.ring.size());
     --c.count;
   }
+  if (n == 0 && c.error) return -EIO;
   return n;
 }
 
-void Engine::Impl::complete(uint32_t cq, const WorkCompletion& wc) {
+void Engine::Impl::complete(uint32_t cq, const WorkCompletion& wc, bool solicited) {
   Cq& c = cqs[cq];
-  if (c.count == c.ring.size()) {
-    ++c.overflows;  // the application polls too slowly for its CQ size
+  if (c.error) [[unlikely]] {
+    ++counters.cq_overflows;  // lost: the CQ already reported its overflow
+    return;
+  }
+  if (c.count == c.ring.size()) [[unlikely]] {
+    // A completion with nowhere to go: the CQ is in error (IBV_EVENT_CQ_ERR) and
+    // the QPs that use it stop, rather than losing completions silently.
+    ++counters.cq_overflows;
+    c.error = true;
+    cq_errors.push_back(cq);
+    raise(EventKind::kCqError, cq, wc.qp_num);
     return;
   }
   c.ring[(c.head + c.count) % c.ring.size()] = wc;
   ++c.count;
+  if (c.armed != Cq::kUnarmed &&
+      (c.armed == Cq::kNext || solicited || wc.status != WcStatus::kSuccess)) {
+    c.armed = Cq::kUnarmed;
+    raise(EventKind::kCqNotify, cq, wc.qp_num);
+  }
+}
+
+void Engine::Impl::settle() {
+  if (cq_errors.empty()) [[likely]] return;
+  const std::vector<uint32_t> failed = std::move(cq_errors);
+  cq_errors.clear();
+  for (auto& qp : qps) {
+    if (!qp || !qp->valid) continue;
+    for (uint32_t cq : failed) {
+      if (qp->send_cq == cq || qp->recv_cq == cq) {
+        to_error(*qp, WcStatus::kWrFlushErr);
+        break;
+      }
+    }
+  }
 }
 
 void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
@@ -482,7 +787,11 @@ void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
   }
   qp.rq_head = qp.rq_tail;
   qp.reads_count = 0;
+  qp.reads_outstanding = 0;
+  qp.retx_count = 0;
   qp.deferred_ack = false;
+  qp.closing = false;
+  qp.mac_pending = false;
   qp.rto_deadline_ns = qp.rnr_deadline_ns = kNever;
   drop_ooo(qp);
   wheel.cancel(qp.index);
@@ -493,46 +802,69 @@ void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
 void Engine::receive(uint64_t now_ns, const uint8_t* frame, uint32_t len) {
   Impl& m = *impl_;
   m.now_ns = std::max(m.now_ns, now_ns);
-  ++m.counters.rx_frames;
-  wire::Packet pkt;
-  const wire::ParseError e =
-      wire::parse(frame, len, &pkt, {.verify_icrc = m.cfg.verify_icrc, .verify_ip_checksum = true});
-  if (e != wire::ParseError::kOk) [[unlikely]] {
-    ++m.counters.rx_parse_errors[static_cast<size_t>(e)];
-    ++m.counters.rx_dropped;
+  m.receive_frame(frame, len);
+  m.settle();
+}
+
+void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
+  ++counters.rx_frames;
+  if (wire::ethertype_of(frame, len) == wire::kEtherTypeArp) [[unlikely]] {
+    on_arp(frame, len);
     return;
   }
-  Qp* qp = m.qp_by_num(pkt.dest_qp());
+  wire::Packet pkt;
+  const wire::ParseError e =
+      wire::parse(frame, len, &pkt, {.verify_icrc = cfg.verify_icrc, .verify_ip_checksum = true});
+  if (e != wire::ParseError::kOk) [[unlikely]] {
+    ++counters.rx_parse_errors[static_cast<size_t>(e)];
+    ++counters.rx_dropped;
+    return;
+  }
+  // Only frames for this port's MAC and this engine's address are RoCE for us
+  // (a promiscuous port delivers everything on the segment).
+  const bool for_us = std::memcmp(pkt.eth().dst, cfg.mac, 6) == 0 &&
+                      (pkt.ip_version == 4 ? cfg.gid.is_ipv4() && std::memcmp(pkt.ipv4().dst, cfg.gid.ipv4_bytes(), 4) == 0
+                                           : std::memcmp(pkt.ipv6().dst, cfg.gid.raw, 16) == 0);
+  if (!for_us) [[unlikely]] {
+    ++counters.rx_not_for_us;
+    ++counters.rx_dropped;
+    return;
+  }
+  Qp* qp = qp_by_num(pkt.dest_qp());
   if (qp == nullptr) [[unlikely]] {
-    ++m.counters.rx_unknown_qp;
-    ++m.counters.rx_dropped;
+    ++counters.rx_unknown_qp;
+    ++counters.rx_dropped;
     return;
   }
   if (pkt.bth().pkey.get() != wire::kDefaultPkey) [[unlikely]] {
-    ++m.counters.rx_bad_pkey;
-    ++m.counters.rx_dropped;
+    ++counters.rx_bad_pkey;
+    ++counters.rx_dropped;
     return;
   }
   const bool ready = qp->state == QpState::kRtr || qp->state == QpState::kRts;
   if (!ready) [[unlikely]] {
-    ++m.counters.rx_qp_not_ready;
-    ++m.counters.rx_dropped;
+    ++counters.rx_qp_not_ready;
+    ++counters.rx_dropped;
     return;
   }
   ++qp->counters.rx_packets;
   const wire::OpcodeInfo& op = *pkt.op;
   if (op.kind == wire::Kind::kCnp) {
-    m.on_cnp(*qp);
+    on_cnp(*qp);
   } else if (op.is_request()) {
-    if (qp->path && qp->path->cfg.follow_peer) m.path_follow(*qp, pkt);
-    m.respond(*qp, pkt, false);
+    if (qp->mac_pending && pkt.src_gid() == qp->attr.ah_attr.dgid) {
+      // The peer reached us before ARP answered: its frame names its MAC.
+      learn(qp->attr.ah_attr.dgid.ipv4(), pkt.eth().src, false);
+    }
+    if (qp->path && qp->path->cfg.follow_peer) path_follow(*qp, pkt);
+    respond(*qp, pkt, false);
   } else if (qp->state == QpState::kRts) {
-    m.complete_response(*qp, pkt);
+    complete_response(*qp, pkt);
   } else {
-    ++m.counters.rx_qp_not_ready;
-    ++m.counters.rx_dropped;
+    ++counters.rx_qp_not_ready;
+    ++counters.rx_dropped;
   }
-  m.reconsider(*qp);
+  reconsider(*qp);
 }
 
 // ---------------------------------------------------------------- scheduling
@@ -580,6 +912,8 @@ void Engine::Impl::wake(Qp& qp) {
 void Engine::poll(uint64_t now_ns) {
   Impl& m = *impl_;
   m.now_ns = std::max(m.now_ns, now_ns);
+  if (m.now_ns >= m.arp_deadline_ns) [[unlikely]] m.arp_tick();
+  m.loop_deliver();
   m.flush_control();
   m.wheel.advance(m.now_ns, [&m](uint32_t index) {
     if (m.qps[index] && m.qps[index]->valid) m.wake(*m.qps[index]);
@@ -594,6 +928,9 @@ void Engine::poll(uint64_t now_ns) {
     Qp* qp = m.qps[index].get();
     if (qp == nullptr || !qp->valid) continue;
     qp->in_ready = false;
+    // A QP talking to this engine sends onto the loop: empty it first, here
+    // between turns, where delivering (and what it changes) is safe.
+    if (qp->loopback && m.loop_count + 2 > m.loop.size()) m.loop_deliver();
     if (m.send_one(*qp)) --budget;
     m.reconsider(*qp);
     if (--turns == 0) {
@@ -604,14 +941,17 @@ void Engine::poll(uint64_t now_ns) {
     }
   }
   m.flush_control();
+  m.loop_deliver();
+  m.settle();
 }
 
 uint64_t Engine::next_wakeup_ns() const {
   Impl& m = *impl_;
+  if (m.loop_count > 0) return m.now_ns;
   if (m.control_count > 0 || m.ready_count > 0) {
     if (m.io->tx_space() > 0) return m.now_ns;
   }
-  return m.wheel.next_expiry_ns();
+  return std::min(m.wheel.next_expiry_ns(), m.arp_deadline_ns);
 }
 
 // ---------------------------------------------------------------- frames
@@ -647,7 +987,8 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   TxFrame tx;
   tx.hdr = tx_hdr;
   // READ responses answer the peer's requests: they follow its dodge value.
-  const bool response = qp.path && wire::opcode_info(t.opcode).kind == wire::Kind::kReadResponse;
+  const wire::Kind kind = wire::opcode_info(t.opcode).kind;
+  const bool response = qp.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
   tx.hdr_len = (response ? qp.path->resp_hdr : qp.hdr).write(t, payload_len, tx_hdr);
   for (uint32_t i = 0; i < n_payload; ++i) tx.payload[i] = payload[i];
   tx.n_payload = n_payload;
@@ -666,8 +1007,13 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   }
   tx.priority = qp.attr.ah_attr.vlan ? qp.attr.ah_attr.pcp : 0;
   tx.qp_num = qp.qpn;
-  io->transmit(now_ns, tx);
-  ++counters.tx_frames;
+  if (qp.loopback) {
+    // poll() makes room before a loopback QP's turn; lost only if an answer took it.
+    if (!loop_push(tx.hdr, tx.hdr_len, tx.payload, tx.n_payload, tx.tail, tx.tail_len)) ++counters.loopback_drops;
+  } else {
+    io->transmit(now_ns, tx);
+    ++counters.tx_frames;
+  }
   ++qp.counters.tx_packets;
   return frame_len;
 }
@@ -705,22 +1051,73 @@ void Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const 
   }
   c.qp_num = qp.qpn;
   c.priority = qp.attr.ah_attr.vlan ? qp.attr.ah_attr.pcp : 0;
+  c.loopback = qp.loopback;
   ++control_count;
 }
 
 void Engine::Impl::flush_control() {
   uint32_t space = control_count ? io->tx_space() : 0;
-  while (control_count > 0 && space-- > 0) {
+  while (control_count > 0) {
     const ControlFrame& c = control[control_head];
-    TxFrame tx;
-    tx.hdr = c.data;
-    tx.hdr_len = c.len;
-    tx.priority = c.priority;
-    tx.qp_num = c.qp_num;
-    io->transmit(now_ns, tx);
-    ++counters.tx_frames;
+    if (c.loopback) {
+      if (!loop_push(c.data, c.len, nullptr, 0, nullptr, 0)) break;
+    } else {
+      if (space == 0) break;
+      --space;
+      TxFrame tx;
+      tx.hdr = c.data;
+      tx.hdr_len = c.len;
+      tx.priority = c.priority;
+      tx.qp_num = c.qp_num;
+      io->transmit(now_ns, tx);
+      ++counters.tx_frames;
+    }
     control_head = (control_head + 1) % static_cast<uint32_t>(control.size());
     --control_count;
+  }
+}
+
+// ---------------------------------------------------------------- the internal loop
+
+bool Engine::Impl::loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::Segment* payload, uint32_t n_payload,
+                             const uint8_t* tail, uint32_t tail_len) {
+  if (loop.empty()) loop.resize(std::max<uint32_t>(cfg.loopback_slots, 16));
+  if (loop_count == loop.size()) return false;
+  LoopFrame& f = loop[(loop_head + loop_count) % loop.size()];
+  uint32_t len = hdr_len + tail_len;
+  for (uint32_t i = 0; i < n_payload; ++i) len += payload[i].len;
+  if (f.data.size() < len) f.data.resize(std::max<uint32_t>(len, 4096 + 512));
+  uint8_t* p = f.data.data();
+  std::memcpy(p, hdr, hdr_len);
+  p += hdr_len;
+  for (uint32_t i = 0; i < n_payload; ++i) {
+    if (payload[i].data != nullptr) {
+      std::memcpy(p, payload[i].data, payload[i].len);
+    } else {
+      std::memset(p, 0, payload[i].len);  // phantom memory
+    }
+    p += payload[i].len;
+  }
+  if (tail_len > 0) std::memcpy(p, tail, tail_len);
+  f.len = len;
+  ++loop_count;
+  ++counters.loopback_frames;
+  return true;
+}
+
+void Engine::Impl::loop_deliver() {
+  // Each delivery may put answers on the loop; a bound keeps one call finite.
+  for (uint32_t budget = 4 * static_cast<uint32_t>(loop.size()); loop_count > 0 && budget > 0; --budget) {
+    LoopFrame& f = loop[loop_head];
+    loop_head = (loop_head + 1) % static_cast<uint32_t>(loop.size());
+    --loop_count;
+    // The slot is free now but its bytes stay until the ring wraps around to it;
+    // receive_frame may push new frames, never more than the ring holds.
+    std::vector<uint8_t> frame;
+    frame.swap(f.data);
+    receive_frame(frame.data(), f.len);
+    if (f.data.empty()) f.data.swap(frame);
+    flush_control();
   }
 }
 
@@ -753,6 +1150,11 @@ void Engine::Impl::drop_ooo(Qp& qp) {
 }
 
 // ---------------------------------------------------------------- introspection
+
+void Engine::set_event_hook(EventHook fn, void* ctx) {
+  impl_->event_hook = fn;
+  impl_->event_ctx = ctx;
+}
 
 std::vector<uint32_t> Engine::qp_numbers() const {
   std::vector<uint32_t> out;

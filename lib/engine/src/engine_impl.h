@@ -3,6 +3,7 @@
 // completer.cc (what it does with responses).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -38,20 +39,27 @@ struct SendWqe {
   uint64_t wr_id = 0;
   uint64_t remote_addr = 0;
   uint64_t seq_start = 0;  // cumulative payload bytes of the QP before this WR
+  uint64_t compare_add = 0;  // atomics
+  uint64_t swap = 0;
   uint32_t rkey = 0;
   uint32_t length = 0;
   uint32_t imm = 0;
   uint32_t first_psn = 0;  // assigned when the WR starts
-  uint32_t npkts = 0;      // SEND/WRITE: request packets; READ: response packets
-  uint32_t read_pkts = 0;  // READ: response packets received in order
+  uint32_t npkts = 0;      // SEND/WRITE: request packets; READ: response packets; atomic: 1
+  uint32_t read_pkts = 0;  // READ and atomic: response packets received in order
   WrOpcode opcode = WrOpcode::kSend;
   uint8_t num_sge = 0;
   bool signaled = false;
   bool solicited = false;
+  bool fence = false;
+  bool inline_data = false;  // the payload is in the QP's inline slot of this WQE
   bool started = false;
   Sge sge[kMaxSge];
 
   bool is_read() const { return opcode == WrOpcode::kRdmaRead; }
+  bool is_atomic() const { return opcode == WrOpcode::kAtomicCmpAndSwp || opcode == WrOpcode::kAtomicFetchAndAdd; }
+  // READs and atomics complete with the responder's response, not an ACK.
+  bool needs_response() const { return is_read() || is_atomic(); }
   uint32_t last_psn() const { return wire::psn_add(first_psn, npkts - 1); }
 };
 
@@ -62,21 +70,33 @@ struct RecvWqe {
   Sge sge[kMaxSge];
 };
 
-// A READ the responder is answering.
+// A READ or atomic the responder is answering (its responder resource).
 struct ReadJob {
   uint64_t va = 0;
+  uint64_t orig = 0;       // atomic: the value before the operation
   uint32_t remaining = 0;  // bytes still to send
   uint32_t psn = 0;        // next response PSN
   uint32_t first_psn = 0;
   uint32_t npkts = 0;
-  uint32_t mr = 0;         // MR index
+  uint32_t mr = 0;         // MR index (0: none, a zero-length READ)
+  bool atomic = false;     // answered with one Atomic Acknowledge
+};
+
+// The result of an executed atomic, kept to answer a duplicate of it (IBA
+// 9.7.5.1.4: a duplicate atomic is never executed twice).
+struct AtomicResult {
+  uint32_t psn = 0;
+  uint64_t orig = 0;
+  bool valid = false;
 };
 
 struct Cq {
+  enum Arm : uint8_t { kUnarmed, kNext, kSolicited };
   std::vector<WorkCompletion> ring;
   uint32_t head = 0;  // next to poll
   uint32_t count = 0;
-  uint64_t overflows = 0;
+  Arm armed = kUnarmed;
+  bool error = false;  // overflowed: completions after that are lost and counted
   bool valid = false;
 };
 
@@ -131,11 +151,16 @@ struct Qp {
   bool valid = false;
   bool sq_sig_all = false;
   bool in_ready = false;
+  bool mac_pending = false;  // the AV's MAC waits for ARP: nothing is sent until it resolves
+  bool loopback = false;     // the peer is this engine: frames loop back internally
+  bool comm_est = false;     // kCommEstablished raised
   uint8_t max_sge = kMaxSge;
   uint8_t mtu_shift = 10;
   uint16_t udp_sport = 0;
+  QpInitAttr init;           // as create_qp settled it
   QpAttr attr;
   wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
+  std::vector<uint8_t> inline_buf;  // one slot of init.max_inline_data bytes per send WQE
 
   // ---- requester
   std::vector<SendWqe> sq;  // ring, power-of-two size
@@ -184,10 +209,16 @@ struct Qp {
   std::vector<ReadJob> reads;  // ring of max_dest_rd_atomic
   uint32_t reads_head = 0;
   uint32_t reads_count = 0;
+  std::vector<AtomicResult> atomic_results;  // the last max_dest_rd_atomic atomics executed
+  uint32_t atomic_next = 0;
   // An ACK/NAK held back until READ responses before it have gone (IBA ordering).
   bool deferred_ack = false;
   uint8_t deferred_syndrome = 0;
   uint32_t deferred_psn = 0;
+  // A fatal NAK waiting behind READ responses and atomic ACKs owed for earlier
+  // requests: the QP accepts nothing more and goes to error once it is sent.
+  bool closing = false;
+  EventKind closing_event = EventKind::kQpFatal;
   uint32_t ooo_head = kNil;  // selective repeat: kept frames, by PSN
   uint32_t ooo_count = 0;
   cc::NpState np;
@@ -206,6 +237,9 @@ struct Qp {
   QpCounters counters;
 
   uint32_t sq_size() const { return static_cast<uint32_t>(sq.size()); }
+  uint8_t* inline_slot(uint32_t wqe) { return inline_buf.data() + size_t{wqe} * init.max_inline_data; }
+  // READs and atomics the requester may have outstanding (0 still allows one).
+  uint32_t rd_atomic_limit() const { return std::max<uint32_t>(attr.max_rd_atomic, 1); }
   uint32_t mtu() const { return 1u << mtu_shift; }
   bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat; }
   uint64_t inflight_bytes() const { return nxt_bytes - una_bytes; }
@@ -218,13 +252,27 @@ struct OooSlot {
   uint32_t next = kNil;
 };
 
-// A finished control frame (ACK, NAK, CNP) waiting for tx space.
+// A finished control frame (ACK, NAK, CNP, ARP) waiting for tx space.
 struct ControlFrame {
   static constexpr uint32_t kBytes = 192;
   uint8_t data[kBytes];
   uint32_t len = 0;
   uint32_t qp_num = 0;
   uint8_t priority = 0;
+  bool loopback = false;  // for this engine itself
+};
+
+// A frame on the internal loop (to our own GID), whole.
+struct LoopFrame {
+  std::vector<uint8_t> data;
+  uint32_t len = 0;
+};
+
+// The neighbour table: IPv4 -> MAC, filled by ARP.
+struct NeighbourEntry {
+  Neighbour n;
+  uint32_t tries = 0;       // requests sent while incomplete
+  uint64_t next_ns = 0;     // incomplete: when to ask again (or give up)
 };
 
 // What an ACK echoes from the data packet that triggered it.
@@ -260,6 +308,15 @@ struct Engine::Impl {
   uint64_t now_ns = 0;
   PathHook path_hook = nullptr;
   void* path_ctx = nullptr;
+  EventHook event_hook = nullptr;
+  void* event_ctx = nullptr;
+  std::vector<uint8_t> pds;          // live PDs, by number
+  std::vector<uint32_t> cq_errors;   // CQs that overflowed: their QPs go to error at the next settle()
+  std::vector<NeighbourEntry> neighbours;
+  uint64_t arp_deadline_ns = kNever;  // the earliest next_ns of an incomplete entry
+  std::vector<LoopFrame> loop;        // ring of cfg.loopback_slots, allocated on first use
+  uint32_t loop_head = 0;
+  uint32_t loop_count = 0;
   // Transmit scratch: headers and tail of the frame being handed to the host.
   uint8_t tx_hdr[128];
   uint8_t tx_tail[8 + wire::kMaxTelemetryBytes];
@@ -267,7 +324,15 @@ struct Engine::Impl {
   // ---- engine.cc
   Qp* qp_by_num(uint32_t qpn);
   const Mr* mr_by_key(uint32_t key) const;
-  void complete(uint32_t cq, const WorkCompletion& wc);
+  void raise(EventKind kind, uint32_t cq, uint32_t qp_num) {
+    if (event_hook != nullptr) event_hook(event_ctx, Event{kind, cq, qp_num});
+  }
+  // Queues a completion; `solicited`: a receive of a message with SE set (for
+  // CQs armed solicited-only; errors always notify).
+  void complete(uint32_t cq, const WorkCompletion& wc, bool solicited = false);
+  // What engine calls leave to their end: QPs of overflowed CQs to error.
+  void settle();
+  void receive_frame(const uint8_t* frame, uint32_t len);
   // Moves the QP to ERROR: the WR at `failed` (default: the oldest) completes with
   // status, every other outstanding WR and every receive is flushed.
   void to_error(Qp& qp, WcStatus status, uint32_t failed = kNil);
@@ -283,6 +348,18 @@ struct Engine::Impl {
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
   void queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
   void flush_control();
+  // The internal loop: a whole frame to ourselves, and delivering what is on it.
+  bool loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::Segment* payload, uint32_t n_payload,
+                 const uint8_t* tail, uint32_t tail_len);
+  void loop_deliver();
+  // Largest frame a QP sends at path MTU `mtu` (for EngineConfig::max_frame_bytes).
+  uint32_t max_frame_for(const AhAttr& ah, uint32_t mtu) const;
+  // ---- neighbour.cc (ARP)
+  void resolve(Qp& qp);  // at RTR: the AV's MAC from the table, or asked for
+  void on_arp(const uint8_t* frame, uint32_t len);
+  void arp_tick();       // arp_deadline_ns passed: ask again or give up
+  void learn(uint32_t ipv4, const uint8_t mac[6], bool permanent);
+  void send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8_t target_mac[6], uint32_t target_ip);
   uint32_t ooo_alloc();
   void ooo_release(uint32_t slot);
   void drop_ooo(Qp& qp);
@@ -305,6 +382,7 @@ struct Engine::Impl {
   void ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo);
   void send_cnp(Qp& qp);
   void finish_deferred_ack(Qp& qp);
+  void fail_responder(Qp& qp, EventKind event);
 
   // ---- completer.cc
   void complete_response(Qp& qp, const wire::Packet& pkt);

@@ -77,12 +77,15 @@ bool Engine::Impl::can_send_new(const Qp& qp) const {
   const uint32_t outstanding = psn_distance(qp.snd_nxt, qp.snd_una);
   if (outstanding >= kMaxOutstandingPsns) return false;
   if (qp.selective() && outstanding >= cfg.sr_window) return false;
-  if (w.is_read()) return w.started || qp.reads_outstanding < qp.attr.max_rd_atomic;
+  // A fenced WR waits for every earlier READ and atomic to complete.
+  if (w.fence && !w.started && qp.reads_outstanding > 0) return false;
+  if (w.needs_response()) return w.started || qp.reads_outstanding < qp.rd_atomic_limit();
   const uint64_t cwnd = qp.flow.cwnd_bytes();
   return qp.inflight_bytes() == 0 || qp.inflight_bytes() < cwnd;
 }
 
 bool Engine::Impl::has_work(const Qp& qp) const {
+  if (qp.mac_pending) return false;     // nowhere to send yet (ARP)
   if (qp.reads_count > 0) return true;  // READ responses owed to the peer
   if (qp.state != QpState::kRts || qp.rnr_deadline_ns != kNever) return false;
   return qp.retx_count > 0 || can_send_new(qp);
@@ -114,7 +117,7 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
   const uint32_t i = wqe_index_of(qp, psn);
   if (i == qp.sq_tail || !qp.sq[i].started) return qp.next_seq;
   const SendWqe& w = qp.sq[i];
-  if (w.is_read()) return w.seq_start;
+  if (w.needs_response()) return w.seq_start;
   const uint64_t off = uint64_t{psn_distance(psn, w.first_psn)} << qp.mtu_shift;
   return w.seq_start + std::min<uint64_t>(w.length, off);
 }
@@ -123,14 +126,16 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
 
 // Checks the WR's local buffers and gives it its PSNs and sequence space.
 bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
-  for (uint32_t i = 0; i < w.num_sge; ++i) {
+  // Inline data was copied at post time; READ and atomic results land in memory
+  // that must allow local writes.
+  for (uint32_t i = 0; !w.inline_data && i < w.num_sge; ++i) {
     const Sge& s = w.sge[i];
     const Mr* mr = mr_by_key(s.lkey);
     const bool ok = mr != nullptr && mr->pd == qp.pd && mr->contains(s.addr, s.length) &&
-                    (!w.is_read() || (mr->access & kAccessLocalWrite));
+                    (!w.needs_response() || (mr->access & kAccessLocalWrite));
     if (!ok) {
       // The WR fails with a local protection error; the QP goes to error (IBA 10.8.3).
-      const WcStatus status = (mr != nullptr && w.is_read() && mr->contains(s.addr, s.length))
+      const WcStatus status = (mr != nullptr && w.needs_response() && mr->contains(s.addr, s.length))
                                   ? WcStatus::kLocAccessErr
                                   : WcStatus::kLocProtErr;
       to_error(qp, status, static_cast<uint32_t>(&w - qp.sq.data()));
@@ -138,11 +143,11 @@ bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
     }
   }
   w.first_psn = qp.snd_nxt;
-  w.npkts = packets_for(w.length, qp.mtu_shift);
+  w.npkts = w.is_atomic() ? 1 : packets_for(w.length, qp.mtu_shift);
   w.seq_start = qp.next_seq;
   w.read_pkts = 0;
   w.started = true;
-  if (w.is_read()) {
+  if (w.needs_response()) {
     ++qp.reads_outstanding;
   } else {
     qp.next_seq += w.length;
@@ -152,12 +157,17 @@ bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
 
 namespace {
 
-// Collects the payload pieces of [offset, offset + len) of an SGE list.
-uint32_t gather(const Engine::Impl& m, const Sge* sge, uint32_t num_sge, uint32_t offset, uint32_t len,
-                wire::Segment* out, bool* phantom, bool* ok) {
+// Collects the payload pieces of [offset, offset + len) of a WR's SGE list.
+uint32_t gather(const Engine::Impl& m, const SendWqe& w, uint32_t offset, uint32_t len, wire::Segment* out,
+                bool* phantom, bool* ok) {
   uint32_t n = 0;
   *ok = true;
-  for (uint32_t i = 0; i < num_sge && len > 0; ++i) {
+  if (w.inline_data) {  // one SGE: the QP's copy of the bytes
+    if (len > 0) out[n++] = {reinterpret_cast<const uint8_t*>(w.sge[0].addr) + offset, len};
+    return n;
+  }
+  const Sge* sge = w.sge;
+  for (uint32_t i = 0; i < w.num_sge && len > 0; ++i) {
     if (offset >= sge[i].length) {
       offset -= sge[i].length;
       continue;
@@ -193,10 +203,18 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
     f.va = w.remote_addr + offset;
     f.rkey = w.rkey;
     f.dma_len = w.length - std::min(w.length, offset);
+  } else if (w.is_atomic()) {
+    // AtomicETH: VA, R_Key, Swap (or Add) Data, Compare Data; a retry is the same request.
+    f.opcode = w.opcode == WrOpcode::kAtomicCmpAndSwp ? Opcode::kCompareSwap : Opcode::kFetchAdd;
+    f.va = w.remote_addr;
+    f.rkey = w.rkey;
+    f.swap_add = w.opcode == WrOpcode::kAtomicCmpAndSwp ? w.swap : w.compare_add;
+    f.compare = w.opcode == WrOpcode::kAtomicCmpAndSwp ? w.compare_add : 0;
+    f.ack_req = true;
   } else {
     len = std::min(qp.mtu(), w.length - std::min(w.length, offset));
     bool ok;
-    nseg = gather(*this, w.sge, w.num_sge, offset, len, segs, &phantom, &ok);
+    nseg = gather(*this, w, offset, len, segs, &phantom, &ok);
     if (!ok) {
       to_error(qp, WcStatus::kLocProtErr, static_cast<uint32_t>(&w - qp.sq.data()));
       return;
@@ -213,7 +231,7 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
     f.se = last && w.solicited;
     f.ack_req = last || retransmission || psn % cfg.ack_req_every == 0;
   }
-  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.is_read());
+  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.needs_response());
   ++qp.counters.tx_data_packets;
   qp.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.counters.retransmitted_packets;
@@ -225,6 +243,22 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
 
 bool Engine::Impl::send_read_response(Qp& qp) {
   ReadJob& job = qp.reads[qp.reads_head];
+  if (job.atomic) {
+    // The Atomic Acknowledge: AETH and the value the target held before.
+    wire::TransportFields f;
+    f.opcode = Opcode::kAtomicAck;
+    f.psn = job.psn;
+    f.syndrome = wire::aeth::ack();
+    f.msn = qp.msn;
+    f.orig = job.orig;
+    f.ecn = wire::kEcnNotEct;
+    const uint32_t frame_bytes = send_frame(qp, f, nullptr, 0, 0, false, false);
+    pace(qp, now_ns, cfg, frame_bytes);
+    qp.reads_head = (qp.reads_head + 1) % static_cast<uint32_t>(qp.reads.size());
+    --qp.reads_count;
+    if (qp.reads_count == 0) finish_deferred_ack(qp);
+    return true;
+  }
   const Mr& mr = mrs[job.mr];
   const uint32_t idx = psn_distance(job.psn, job.first_psn);
   const uint32_t len = std::min(qp.mtu(), job.remaining);
@@ -278,9 +312,9 @@ bool Engine::Impl::send_one(Qp& qp) {
   send_request(qp, w, psn, retransmission);
   if (qp.state != QpState::kRts) return true;  // the WR failed and flushed the QP
   const uint32_t end = psn_add(w.first_psn, w.npkts);
-  qp.snd_nxt = w.is_read() ? end : psn_add(psn, 1);
+  qp.snd_nxt = w.needs_response() ? end : psn_add(psn, 1);
   if (qp.snd_nxt == end) qp.sq_next = (qp.sq_next + 1) & (qp.sq_size() - 1);
-  qp.nxt_bytes = w.is_read() ? w.seq_start : seq_position(qp, qp.snd_nxt);
+  qp.nxt_bytes = w.needs_response() ? w.seq_start : seq_position(qp, qp.snd_nxt);
   if (!psn_before(qp.snd_nxt, qp.snd_max)) {
     qp.snd_max = qp.snd_nxt;
     qp.max_bytes = qp.nxt_bytes;

@@ -47,7 +47,22 @@ uint32_t packets_for(uint32_t length, uint8_t mtu_shift) {
   return length == 0 ? 1 : (length + (1u << mtu_shift) - 1) >> mtu_shift;
 }
 
-// Copies `len` bytes to offset `offset` of an SGE list; false if an SGE is bad.
+// Whether every SGE of a receive WQE lies in an MR of the QP's PD that allows
+// local writes: checked before the first byte of a SEND is placed, so a SEND
+// that is refused writes nothing.
+bool receive_sges_valid(const Engine::Impl& m, const RecvWqe& r, uint32_t pd) {
+  for (uint32_t i = 0; i < r.num_sge; ++i) {
+    const Sge& s = r.sge[i];
+    const Mr* mr = m.mr_by_key(s.lkey);
+    if (mr == nullptr || mr->pd != pd || !(mr->access & kAccessLocalWrite) || !mr->contains(s.addr, s.length)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Copies `len` bytes to offset `offset` of an SGE list; false if an SGE is bad
+// (its MR was deregistered since the message began).
 bool scatter(const Engine::Impl& m, const RecvWqe& r, uint32_t pd, uint32_t offset, const uint8_t* src,
              uint32_t len) {
   for (uint32_t i = 0; i < r.num_sge && len > 0; ++i) {
@@ -97,13 +112,30 @@ struct Responder {
 
   Step duplicate() {
     ++qp.counters.duplicates_received;
+    if (op.kind == wire::Kind::kAtomic) {
+      // Never executed twice (IBA 9.7.5.1.4): answered again from the saved
+      // result, unless its answer is still queued; too old to remember: dropped.
+      for (uint32_t k = 0; k < qp.reads_count; ++k) {
+        const ReadJob& job = qp.reads[(qp.reads_head + k) % qp.reads.size()];
+        if (job.atomic && job.first_psn == psn) return Step::kDone;
+      }
+      for (const AtomicResult& r : qp.atomic_results) {
+        if (r.valid && r.psn == psn) {
+          if (qp.reads_count == qp.reads.size()) return Step::kDone;
+          push_atomic(r.orig);
+          ++qp.counters.atomic_replays;
+          return Step::kDone;
+        }
+      }
+      return Step::kDone;
+    }
     if (op.kind == wire::Kind::kReadRequest) {
       // A READ whose responses were lost is asked again from the first missing one:
       // answer from there. If its first answer is still going out, restart that.
       if (check_access() != Step::kExecute) return Step::kDone;
       for (uint32_t k = 0; k < qp.reads_count; ++k) {
         ReadJob& job = qp.reads[(qp.reads_head + k) % qp.reads.size()];
-        if (wire::psn_distance(psn, job.first_psn) < job.npkts) {
+        if (!job.atomic && wire::psn_distance(psn, job.first_psn) < job.npkts) {
           const wire::Reth& reth = *pkt.reth();
           job.va = reth.va.get();
           job.remaining = reth.dma_len.get();
@@ -189,13 +221,23 @@ struct Responder {
 
   Step check_resources() {
     if (consumes_receive() && qp.rq_head == qp.rq_tail) return Step::kNakRnr;
+    if (op.kind == wire::Kind::kSend && op.starts_message() && !receive_sges_valid(m, qp.rq[qp.rq_head], qp.pd)) {
+      // The posted buffer is not writable memory of this PD: the receive fails
+      // with a protection error and the sender learns that we could not execute.
+      m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
+      qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+      return Step::kNakRemoteOp;
+    }
     if (op.kind == wire::Kind::kSend && qp.recv_offset + len > qp.rq[qp.rq_head].length) {
       // The message is longer than the posted buffer: the receive fails, the sender is told.
       m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
       qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
       return Step::kNakInvalid;
     }
-    if (op.kind == wire::Kind::kReadRequest && qp.reads_count == qp.reads.size()) return Step::kNakInvalid;
+    // READs and atomics hold a responder resource until answered.
+    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.reads_count == qp.reads.size()) {
+      return Step::kNakInvalid;
+    }
     return Step::kCheckAccess;
   }
 
@@ -208,7 +250,26 @@ struct Responder {
       mr = &m.mrs[qp.write_mr];
       return Step::kExecute;
     }
+    if (op.kind == wire::Kind::kAtomic) {
+      const wire::AtomicEth& a = *pkt.atomic_eth();
+      const uint64_t va = a.va.get();
+      mr = m.mr_by_key(a.rkey.get());
+      if (mr == nullptr || mr->pd != qp.pd || !(mr->access & kAccessRemoteAtomic) ||
+          !(qp.attr.qp_access_flags & kAccessRemoteAtomic) || !mr->contains(va, sizeof(uint64_t))) {
+        return Step::kNakAccess;
+      }
+      // Atomics work on naturally aligned 64-bit words: a misaligned one is an
+      // invalid request (IBA C9-? / rxe's misaligned-atomic NAK).
+      if (va % sizeof(uint64_t) != 0) return Step::kNakInvalid;
+      return Step::kExecute;
+    }
     const wire::Reth& reth = *pkt.reth();
+    if (reth.dma_len.get() == 0) {
+      // A zero-length READ or WRITE needs no valid R_Key or address (IBA C9-88).
+      mr = nullptr;
+      if (op.kind == wire::Kind::kWrite && !op.ends_message()) return Step::kNakInvalid;
+      return len == 0 ? Step::kExecute : Step::kNakInvalid;
+    }
     const uint32_t want = op.kind == wire::Kind::kWrite ? kAccessRemoteWrite : kAccessRemoteRead;
     mr = m.mr_by_key(reth.rkey.get());
     if (mr == nullptr || mr->pd != qp.pd || !(mr->access & want) || !(qp.attr.qp_access_flags & want) ||
@@ -226,12 +287,39 @@ struct Responder {
   void push_read() {
     const wire::Reth& reth = *pkt.reth();
     ReadJob& job = qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()];
+    job = ReadJob{};
     job.va = reth.va.get();
     job.remaining = reth.dma_len.get();
     job.psn = job.first_psn = psn;
     job.npkts = packets_for(job.remaining, qp.mtu_shift);
-    job.mr = static_cast<uint32_t>(mr - m.mrs.data());
+    job.mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
     ++qp.reads_count;
+  }
+
+  // Queues the Atomic Acknowledge behind the READ responses still owed.
+  void push_atomic(uint64_t orig) {
+    ReadJob& job = qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()];
+    job = ReadJob{};
+    job.atomic = true;
+    job.orig = orig;
+    job.psn = job.first_psn = psn;
+    job.npkts = 1;
+    ++qp.reads_count;
+  }
+
+  // Carries out the atomic on the target word, atomically with respect to every
+  // other access through this engine and to the host's CPUs.
+  uint64_t execute_atomic() {
+    const wire::AtomicEth& a = *pkt.atomic_eth();
+    uint8_t* p = mr->at(a.va.get());
+    if (p == nullptr) return 0;  // phantom memory: reads as zero, stores nothing
+    auto* word = reinterpret_cast<uint64_t*>(p);
+    if (static_cast<Opcode>(pkt.opcode()) == Opcode::kFetchAdd) {
+      return __atomic_fetch_add(word, a.swap_add.get(), __ATOMIC_SEQ_CST);
+    }
+    uint64_t expected = a.compare.get();
+    __atomic_compare_exchange_n(word, &expected, a.swap_add.get(), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return expected;  // the old value, whether or not it matched
   }
 
   Step execute() {
@@ -245,8 +333,10 @@ struct Responder {
         qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kSend;
         if (op.ends_message()) {
           const bool imm = o == Opcode::kSendLastImm || o == Opcode::kSendOnlyImm;
-          m.complete(qp.recv_cq, {r.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, imm, qp.recv_offset,
-                                  imm ? pkt.imm()->imm.get() : 0, qp.qpn});
+          m.complete(qp.recv_cq,
+                     {r.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, imm, qp.recv_offset, imm ? pkt.imm()->imm.get() : 0,
+                      qp.qpn},
+                     pkt.bth().se());
           qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
           qp.recv_offset = 0;
           qp.msn = psn_add(qp.msn, 1);
@@ -256,20 +346,24 @@ struct Responder {
       case wire::Kind::kWrite: {
         if (op.starts_message()) {
           const wire::Reth& reth = *pkt.reth();
-          qp.write_mr = static_cast<uint32_t>(mr - m.mrs.data());
+          qp.write_mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
           qp.write_va = reth.va.get();
           qp.write_remaining = reth.dma_len.get();
           qp.write_total = qp.write_remaining;
         }
-        if (uint8_t* dst = mr->at(qp.write_va)) std::memcpy(dst, pkt.payload(), len);
+        if (len > 0) {
+          if (uint8_t* dst = mr->at(qp.write_va)) std::memcpy(dst, pkt.payload(), len);
+        }
         qp.write_va += len;
         qp.write_remaining -= len;
         qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kWrite;
         if (op.ends_message()) {
           qp.msn = psn_add(qp.msn, 1);
           if (o == Opcode::kWriteLastImm || o == Opcode::kWriteOnlyImm) {
-            m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, true,
-                                    qp.write_total, pkt.imm()->imm.get(), qp.qpn});
+            m.complete(qp.recv_cq,
+                       {qp.rq[qp.rq_head].wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, true, qp.write_total,
+                        pkt.imm()->imm.get(), qp.qpn},
+                       pkt.bth().se());
             qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
           }
         }
@@ -281,8 +375,22 @@ struct Responder {
         // A READ takes one PSN per response packet.
         qp.epsn = psn_add(qp.epsn, qp.reads[(qp.reads_head + qp.reads_count - 1) % qp.reads.size()].npkts - 1);
         break;
+      case wire::Kind::kAtomic: {
+        const uint64_t orig = execute_atomic();
+        AtomicResult& r = qp.atomic_results[qp.atomic_next];
+        r = AtomicResult{psn, orig, true};
+        qp.atomic_next = (qp.atomic_next + 1) % static_cast<uint32_t>(qp.atomic_results.size());
+        push_atomic(orig);
+        qp.msn = psn_add(qp.msn, 1);
+        ++qp.counters.atomics_executed;
+        break;
+      }
       default:
         return Step::kNakInvalid;
+    }
+    if (qp.state == QpState::kRtr && !qp.comm_est) {
+      qp.comm_est = true;  // the first request reached a QP that is not yet sending
+      m.raise(EventKind::kCommEstablished, 0, qp.qpn);
     }
     qp.epsn = psn_add(qp.epsn, 1);
     qp.nak_sent = false;
@@ -295,7 +403,8 @@ struct Responder {
   }
 
   Step acknowledge() {
-    if (op.kind == wire::Kind::kReadRequest) return Step::kDone;  // the responses acknowledge it
+    // READ responses and the Atomic Acknowledge answer those requests.
+    if (op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) return Step::kDone;
     ++qp.unacked;
     if (pkt.bth().ack_requested() || qp.unacked >= m.cfg.ack_unsolicited) {
       const Echo e = echo();
@@ -304,10 +413,20 @@ struct Responder {
     return Step::kDone;
   }
 
-  Step nak(uint8_t syndrome, uint32_t nak_psn, bool fatal) {
+  Step nak(uint8_t syndrome, uint32_t nak_psn, bool fatal, EventKind event = EventKind::kQpFatal) {
+    if (fatal && qp.reads_count > 0) {
+      // IBA orders responses: what earlier READs and atomics are owed goes first,
+      // then the NAK, then the QP stops (finish_deferred_ack).
+      qp.deferred_ack = true;
+      qp.deferred_syndrome = syndrome;
+      qp.deferred_psn = nak_psn;
+      qp.closing = true;
+      qp.closing_event = event;
+      return Step::kDone;
+    }
     const Echo e = echo();
     m.ack(qp, syndrome, nak_psn, &e);
-    if (fatal) m.to_error(qp, WcStatus::kWrFlushErr);
+    if (fatal) m.fail_responder(qp, event);
     return Step::kDone;
   }
 
@@ -335,11 +454,11 @@ struct Responder {
           break;
         case Step::kNakInvalid:
           ++qp.counters.nak_invalid_sent;
-          s = nak(wire::aeth::nak(wire::aeth::kNakInvalidRequest), psn, true);
+          s = nak(wire::aeth::nak(wire::aeth::kNakInvalidRequest), psn, true, EventKind::kQpRequestError);
           break;
         case Step::kNakAccess:
           ++qp.counters.nak_access_sent;
-          s = nak(wire::aeth::nak(wire::aeth::kNakRemoteAccessError), psn, true);
+          s = nak(wire::aeth::nak(wire::aeth::kNakRemoteAccessError), psn, true, EventKind::kQpAccessError);
           break;
         case Step::kNakRemoteOp:
           s = nak(wire::aeth::nak(wire::aeth::kNakRemoteOperationalError), psn, true);
@@ -353,6 +472,7 @@ struct Responder {
 }  // namespace
 
 void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
+  if (qp.closing) [[unlikely]] return;  // a fatal NAK is queued: nothing more is accepted
   const uint32_t before = qp.epsn;
   Responder{*this, qp, pkt, from_ooo}.run();
   if (qp.epsn == before || qp.ooo_head == kNil || qp.state == QpState::kError) return;
@@ -376,6 +496,7 @@ void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
 }
 
 void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo) {
+  if (qp.mac_pending) return;  // no address to answer to yet; the requester will retry
   const bool fatal = wire::aeth::type(syndrome) == wire::aeth::kNak &&
                      wire::aeth::value(syndrome) != wire::aeth::kNakPsnSequenceError;
   if (qp.reads_count > 0 && !fatal) {
@@ -403,6 +524,15 @@ void Engine::Impl::finish_deferred_ack(Qp& qp) {
   if (!qp.deferred_ack) return;
   qp.deferred_ack = false;
   ack(qp, qp.deferred_syndrome, qp.deferred_psn, nullptr);
+  if (qp.closing) fail_responder(qp, qp.closing_event);
+}
+
+// No WQE reports a responder's error: the QP goes to error and its owner
+// learns why from an asynchronous event.
+void Engine::Impl::fail_responder(Qp& qp, EventKind event) {
+  qp.closing = false;
+  to_error(qp, WcStatus::kWrFlushErr);
+  raise(event, 0, qp.qpn);
 }
 
 void Engine::Impl::send_cnp(Qp& qp) {

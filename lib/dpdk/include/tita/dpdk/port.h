@@ -67,6 +67,7 @@ class Port {
 
   uint16_t id() const { return id_; }
   const std::string& name() const { return name_; }
+  // The port's address (a random locally administered one when it reports none).
   const uint8_t* mac() const { return mac_; }
   rte_mempool* pool() const { return pool_; }
   uint16_t rx_queues() const { return cfg_.rx_queues; }

@@ -6,7 +6,8 @@
 //   MrInfo mr;  eng.reg_mr(pd, buf, len, kAccessLocalWrite | kAccessRemoteWrite, &mr);
 //   uint32_t cq;  eng.create_cq(1024, &cq);
 //   uint32_t qpn; eng.create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn);
-//   eng.modify_qp(qpn, attr, kQpState | ..., &err);      // RESET -> INIT -> RTR -> RTS
+//   eng.modify_qp(qpn, attr, kQpState | kQpToInitRequired, &err);  // RESET -> INIT,
+//   ... kQpToRtrRequired ..., kQpToRtsRequired ...                   //  -> RTR -> RTS
 //   eng.set_cc(qpn, "hpcc", {"eta=0.95"}, &err);
 //   eng.post_send(qpn, &wr, &bad);
 //   loop: eng.receive(now, frame, len) for each frame; eng.poll(now);
@@ -107,6 +108,19 @@ struct EngineConfig {
   uint64_t timer_slot_ns = 64;   // timing wheel resolution
   uint32_t timer_slots = 8192;   // timing wheel size (horizon = slots x resolution)
   PathConfig path;               // path control of new QPs (Engine::set_path_config per QP)
+  // The largest frame the host's port carries (Ethernet header through the
+  // telemetry trailer, no FCS); 0: no limit. modify_qp refuses a path MTU whose
+  // frames would not fit, so nothing is sent that the port would drop.
+  uint32_t max_frame_bytes = 0;
+  // Frames to this engine's own GID never reach the host: they come straight back
+  // in, as every RDMA NIC loops back internally (two QPs of one device talk).
+  bool loopback = true;
+  uint32_t loopback_slots = 256;  // frames in flight on the internal loop
+  // ARP for address vectors without a MAC (AhAttr::dmac all zero): a request
+  // every arp_retry_ns, arp_tries times; then the QPs waiting for that address
+  // fail with kRetryExcErr. Answers and requests for our IP fill the table.
+  uint64_t arp_retry_ns = 1'000'000'000;
+  uint32_t arp_tries = 3;
 };
 
 struct MrInfo {
@@ -136,6 +150,8 @@ struct QpCounters {
   uint64_t nak_invalid_sent = 0;     // invalid request
   uint64_t nak_invalid_received = 0;
   uint64_t duplicates_received = 0;
+  uint64_t atomics_executed = 0;     // responder: atomics carried out on our memory
+  uint64_t atomic_replays = 0;       // responder: duplicate atomics answered from the saved result
   uint64_t out_of_order_received = 0;
   uint64_t ooo_buffered = 0;         // selective repeat: kept for later
   uint64_t ecn_ce_received = 0;
@@ -158,13 +174,49 @@ struct EngineCounters {
   uint64_t rx_frames = 0;
   uint64_t rx_dropped = 0;  // sum of the reasons below
   std::array<uint64_t, static_cast<size_t>(wire::ParseError::kCount)> rx_parse_errors{};
+  uint64_t rx_not_for_us = 0;  // destination MAC or IP is not this engine's (or an unknown ARP)
   uint64_t rx_unknown_qp = 0;
   uint64_t rx_bad_pkey = 0;
   uint64_t rx_qp_not_ready = 0;  // for a QP in RESET/INIT/ERROR
   uint64_t tx_frames = 0;
   uint64_t control_ring_full = 0;  // ACK/NAK/CNP dropped: host out of tx space for long
   uint64_t ooo_pool_full = 0;      // out-of-order frame dropped: no slot
+  uint64_t loopback_frames = 0;    // frames to our own GID, delivered internally
+  uint64_t loopback_drops = 0;     // frames to our own GID lost: the loop was full
+  uint64_t arp_requests_sent = 0;
+  uint64_t arp_replies_sent = 0;
+  uint64_t arp_received = 0;       // requests for our IP and replies, both learned from
+  uint64_t arp_failures = 0;       // addresses that never answered
+  uint64_t cq_overflows = 0;       // completions that found their CQ full (the CQ is then in error)
 };
+
+// A neighbour-table entry (ARP), for tools.
+struct Neighbour {
+  uint32_t ipv4 = 0;  // host order
+  uint8_t mac[6] = {};
+  enum class State : uint8_t { kIncomplete, kReachable, kStatic, kFailed } state = State::kIncomplete;
+};
+
+// Events outside the completion stream: completion events of armed CQs
+// (ibv_get_cq_event) and asynchronous errors (ibv_get_async_event).
+enum class EventKind : uint8_t {
+  kCqNotify,         // a completion reached a CQ armed by req_notify_cq (once per arming)
+  kCqError,          // IBV_EVENT_CQ_ERR: a completion found the CQ full; its QPs went to error
+  kQpFatal,          // IBV_EVENT_QP_FATAL: the responder could not execute a request
+  kQpRequestError,   // IBV_EVENT_QP_REQ_ERR: the responder NAKed an invalid request
+  kQpAccessError,    // IBV_EVENT_QP_ACCESS_ERR: the responder NAKed a remote access violation
+  kCommEstablished,  // IBV_EVENT_COMM_EST: the first request reached a QP in RTR
+};
+std::string_view to_string(EventKind k);
+
+struct Event {
+  EventKind kind = EventKind::kCqNotify;
+  uint32_t cq = 0;      // kCqNotify, kCqError
+  uint32_t qp_num = 0;  // the QP events
+};
+// Runs synchronously inside the engine call that raised the event; it must not
+// call back into the engine.
+using EventHook = void (*)(void* ctx, const Event& e);
 
 // A QP's transport and congestion state, for tools and traces.
 struct QpInfo {
@@ -193,24 +245,46 @@ class Engine {
 
   // ---- resources (ibv_alloc_pd, ibv_reg_mr, ibv_create_cq, ibv_create_qp ...)
   uint32_t alloc_pd();
+  // -EINVAL: no such PD; -EBUSY: MRs or QPs still use it.
+  int dealloc_pd(uint32_t pd);
   // Registers [addr, addr+length) for local access and the remote access in
-  // `access`. -EINVAL: unknown PD, zero length, or unknown access bits.
+  // `access`, addressed by peers at `iova` (ibv_reg_mr_iova2; the first form:
+  // iova = addr). -EINVAL: unknown PD, zero length, unknown access bits, remote
+  // write or atomic access without local write, or iova + length overflowing.
   int reg_mr(uint32_t pd, void* addr, uint64_t length, uint32_t access, MrInfo* out);
+  int reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access, MrInfo* out);
   // A region without memory behind it, for simulation: iova is the address peers
   // use; writes into it are checked and counted but store nothing, and data sent
   // from it are virtual zeros.
   int reg_phantom_mr(uint32_t pd, uint64_t iova, uint64_t length, uint32_t access, MrInfo* out);
   int dereg_mr(uint32_t lkey);  // -ENOENT
+  // -EINVAL: entries 0 or above 2^22.
   int create_cq(uint32_t entries, uint32_t* cq);
+  // -EINVAL: no such CQ; -EBUSY: QPs still use it.
+  int destroy_cq(uint32_t cq);
+  // Grows or shrinks the ring, keeping what is queued. -EINVAL: no such CQ, a
+  // size below the completions waiting in it, or above 2^22.
+  int resize_cq(uint32_t cq, uint32_t entries);
+  // Arms the CQ (ibv_req_notify_cq): the next completion, or with solicited_only
+  // the next solicited receive or error completion, raises kCqNotify once.
+  int req_notify_cq(uint32_t cq, bool solicited_only);
   // -EINVAL: unknown PD or CQ, queue sizes 0, max_sge above kMaxSge; -ENOSPC: max_qps reached.
+  // *attr is updated to what the QP got (queue sizes and inline data rounded up).
+  // -EINVAL: unknown PD or CQ, queue sizes 0 or above 2^20, max_sge above kMaxSge,
+  // max_inline_data above kMaxInlineData; -ENOSPC: max_qps reached.
+  int create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num);
   int create_qp(uint32_t pd, const QpInitAttr& attr, uint32_t* qp_num);
   int destroy_qp(uint32_t qp_num);
-  // State transitions as ibv_modify_qp: RESET->INIT (access flags), INIT->RTR (path MTU,
-  // AV, dest QPN, RQ PSN, max_dest_rd_atomic, min_rnr_timer), RTR->RTS (SQ PSN, timeout,
-  // retry_cnt, rnr_retry, max_rd_atomic), any->ERROR, any->RESET. -EINVAL with a
-  // message naming the missing or bad attribute.
+  // State transitions as ibv_modify_qp, checked against the IBA transition table
+  // (the attributes each transition requires, kQpTo*Required, and those it
+  // allows): RESET->INIT, INIT->INIT, INIT->RTR, RTR->RTS, RTS->RTS, any->RESET,
+  // any but RESET->ERROR. Values are checked too (path MTU against the port,
+  // pkey_index 0, port 1, ranges). -EINVAL with a message naming the missing,
+  // extra or bad attribute; -EOPNOTSUPP for SQD/SQE.
   int modify_qp(uint32_t qp_num, const QpAttr& attr, uint32_t mask, std::string* err);
   int query_qp(uint32_t qp_num, QpAttr* attr) const;
+  // The QP's creation attributes as create_qp settled them.
+  int query_qp_init(uint32_t qp_num, QpInitAttr* attr) const;
   // Congestion control for the QP's sends, by name and "name=value" parameters (cc/).
   // Allowed in any state; resets the algorithm's state. -ENOENT / -EINVAL with a message.
   int set_cc(uint32_t qp_num, std::string_view algorithm, std::span<const std::string> params, std::string* err);
@@ -226,14 +300,26 @@ class Engine {
   int repath(uint32_t qp_num);
   // Observer of every path change (fn nullptr: none).
   void set_path_hook(PathHook fn, void* ctx);
+  // Receiver of completion and asynchronous events (fn nullptr: none).
+  void set_event_hook(EventHook fn, void* ctx);
+
+  // ---- neighbours (ARP)
+  // A permanent entry (a static ARP entry); QPs waiting for the address proceed.
+  // -EINVAL: a zero or multicast MAC.
+  int add_neighbour(uint32_t ipv4, const uint8_t mac[6]);
+  std::vector<Neighbour> neighbours() const;
 
   // ---- data path (ibv_post_send, ibv_post_recv, ibv_poll_cq)
-  // -EINVAL: bad QP, num_sge, or a READ/SEND longer than 2^31; -ENOMEM: queue full;
-  // -EOPNOTSUPP: atomics. *bad is the first WR not posted. WRs posted to a QP in
-  // ERROR complete with kWrFlushErr. SGEs are checked against their MRs when
-  // the WR starts: a bad one completes it with kLocProtErr.
+  // -EINVAL: bad QP or state, num_sge, a message longer than 2^31, an atomic
+  // without exactly one 8-byte SGE, inline data on a READ or atomic or longer
+  // than the QP's max_inline_data; -ENOMEM: queue full. *bad is the first WR not
+  // posted. WRs posted to a QP in ERROR complete with kWrFlushErr. SGEs are
+  // checked against their MRs when the WR starts: a bad one completes it with
+  // kLocProtErr.
   int post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad);
   int post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad);
+  // Completions, oldest first. -EINVAL: no such CQ; -EIO: the CQ overflowed
+  // (kCqError) and everything it held has been polled.
   int poll_cq(uint32_t cq, int max_entries, WorkCompletion* wc);
 
   // ---- host side

@@ -1,6 +1,8 @@
 // The verbs-shaped types of tita's RC engine. Names follow libibverbs (ibv_send_wr,
 // ibv_wc, IBV_WC_*, IBV_QPS_*, IBV_QP_* masks) so an rdma-core user reads them at
-// once; the engine that takes them is in engine.h.
+// once, and every enumerator has the numeric value of its IBV_* twin, so the verbs
+// layer (lib/verbs) converts by a cast that its static_asserts check. The engine
+// that takes them is in engine.h.
 #pragma once
 
 #include <cstdint>
@@ -27,19 +29,21 @@ struct Sge {
 
 // Send work request opcodes (IBV_WR_*).
 enum class WrOpcode : uint8_t {
-  kRdmaWrite,
-  kRdmaWriteWithImm,
-  kSend,
-  kSendWithImm,
-  kRdmaRead,
-  kAtomicCmpAndSwp,    // rejected: post_send returns -EOPNOTSUPP
-  kAtomicFetchAndAdd,  // rejected: post_send returns -EOPNOTSUPP
+  kRdmaWrite = 0,
+  kRdmaWriteWithImm = 1,
+  kSend = 2,
+  kSendWithImm = 3,
+  kRdmaRead = 4,
+  kAtomicCmpAndSwp = 5,   // 8 bytes at remote_addr: if == compare_add, becomes swap
+  kAtomicFetchAndAdd = 6, // 8 bytes at remote_addr += compare_add
 };
 
 // Send flags (IBV_SEND_*).
 enum SendFlags : uint32_t {
-  kSendSignaled = 1u << 0,   // generate a completion on success
-  kSendSolicited = 1u << 1,  // set SE in the last packet
+  kSendFence = 1u << 0,      // start only after every earlier READ and atomic completed
+  kSendSignaled = 1u << 1,   // generate a completion on success
+  kSendSolicited = 1u << 2,  // set SE in the last packet
+  kSendInline = 1u << 3,     // copy the data at post time (lkeys ignored); SEND and WRITE only
 };
 
 // ibv_send_wr: a linked list, posted in order.
@@ -55,6 +59,13 @@ struct SendWr {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
   } rdma;
+  // Atomics: one SGE of exactly 8 bytes receives the original remote value.
+  struct {
+    uint64_t remote_addr = 0;  // 8-byte aligned, or the responder NAKs it
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
+    uint32_t rkey = 0;
+  } atomic;
 };
 
 // ibv_recv_wr.
@@ -67,23 +78,31 @@ struct RecvWr {
 
 // Completion statuses (IBV_WC_*).
 enum class WcStatus : uint8_t {
-  kSuccess,
-  kLocLenErr,        // receive buffer too small for the incoming SEND
-  kLocQpOpErr,
-  kLocProtErr,       // an SGE outside its MR, or a bad lkey
-  kWrFlushErr,       // the QP went to error before this WR completed
-  kBadRespErr,
-  kLocAccessErr,     // a READ response or SEND targets memory without local write access
-  kRemInvReqErr,     // the responder NAKed the request as invalid (e.g. too long)
-  kRemAccessErr,     // the responder NAKed: bad rkey, out of bounds, or no permission
-  kRemOpErr,
-  kRetryExcErr,      // no ACK after retry_cnt retransmissions
-  kRnrRetryExcErr,   // still no receive posted after rnr_retry RNR NAKs
+  kSuccess = 0,
+  kLocLenErr = 1,        // receive buffer too small for the incoming SEND
+  kLocQpOpErr = 2,
+  kLocProtErr = 4,       // an SGE outside its MR, or a bad lkey
+  kWrFlushErr = 5,       // the QP went to error before this WR completed
+  kBadRespErr = 7,
+  kLocAccessErr = 8,     // a READ response or SEND targets memory without local write access
+  kRemInvReqErr = 9,     // the responder NAKed the request as invalid (e.g. too long, misaligned atomic)
+  kRemAccessErr = 10,    // the responder NAKed: bad rkey, out of bounds, or no permission
+  kRemOpErr = 11,        // the responder could not execute it (e.g. a bad receive buffer)
+  kRetryExcErr = 12,     // no ACK after retry_cnt retransmissions, or the peer's MAC never resolved
+  kRnrRetryExcErr = 13,  // still no receive posted after rnr_retry RNR NAKs
 };
 std::string_view to_string(WcStatus s);  // "IBV_WC_SUCCESS", ...
 
 // Completion opcodes (IBV_WC_*).
-enum class WcOpcode : uint8_t { kSend, kRdmaWrite, kRdmaRead, kCompSwap, kFetchAdd, kRecv, kRecvRdmaWithImm };
+enum class WcOpcode : uint8_t {
+  kSend = 0,
+  kRdmaWrite = 1,
+  kRdmaRead = 2,
+  kCompSwap = 3,
+  kFetchAdd = 4,
+  kRecv = 128,
+  kRecvRdmaWithImm = 129,
+};
 std::string_view to_string(WcOpcode o);
 
 // ibv_wc.
@@ -92,13 +111,15 @@ struct WorkCompletion {
   WcStatus status = WcStatus::kSuccess;
   WcOpcode opcode = WcOpcode::kSend;
   bool with_imm = false;
-  uint32_t byte_len = 0;  // receive completions: bytes received
+  uint32_t byte_len = 0;  // receive completions: bytes received; READ and atomics: bytes placed
   uint32_t imm_data = 0;  // host order, when with_imm
   uint32_t qp_num = 0;
 };
 
-// QP states (IBV_QPS_*).
-enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError };
+// QP states (IBV_QPS_*). SQD and SQE exist in the transition table but tita never
+// enters them (modify_qp refuses with -EOPNOTSUPP).
+enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4, kSqe = 5, kError = 6 };
+inline constexpr int kQpStates = 7;
 std::string_view to_string(QpState s);
 
 // How the requester recovers lost packets.
@@ -111,6 +132,8 @@ enum class Recovery : uint8_t {
 // Address vector (ibv_ah_attr with a RoCEv2 GID): where the peer is.
 struct AhAttr {
   wire::Gid dgid;
+  // The next hop's MAC. All zero: resolved by ARP from dgid's IPv4 address (the
+  // engine's neighbour table), as a kernel resolves a RoCE AV.
   uint8_t dmac[6] = {};
   uint8_t traffic_class = 0;  // DSCP << 2; the ECN bits are set by the engine (ECT(0))
   uint8_t hop_limit = 64;
@@ -123,49 +146,73 @@ struct AhAttr {
 // ibv_qp_attr, with tita's recovery mode.
 struct QpAttr {
   QpState qp_state = QpState::kReset;
+  QpState cur_qp_state = QpState::kReset;  // kQpCurState: must equal the QP's state
   uint32_t path_mtu = 1024;  // 256, 512, 1024, 2048 or 4096 bytes
   uint32_t dest_qp_num = 0;
   uint32_t rq_psn = 0;
   uint32_t sq_psn = 0;
   AhAttr ah_attr;
   uint32_t qp_access_flags = 0;  // remote access the responder grants (Access bits)
+  uint16_t pkey_index = 0;       // the P_Key table holds one entry, the default P_Key
+  uint8_t port_num = 1;          // one port
   uint8_t timeout = 14;          // local ACK timeout 4.096 us * 2^timeout; 0 = none
   uint8_t retry_cnt = 7;         // retransmissions without progress before kRetryExcErr
   uint8_t rnr_retry = 7;         // RNR NAK retries; 7 = unlimited
   uint8_t min_rnr_timer = 1;     // RNR NAK timer code this responder sends (1 = 10 us)
-  uint8_t max_rd_atomic = 16;    // READs this requester keeps outstanding
-  uint8_t max_dest_rd_atomic = 16;  // READs this responder accepts outstanding
+  uint8_t max_rd_atomic = 16;    // READs and atomics this requester keeps outstanding
+  uint8_t max_dest_rd_atomic = 16;  // READs and atomics this responder accepts outstanding
   Recovery recovery = Recovery::kGoBackN;
 };
 
-// Which QpAttr fields modify_qp applies (IBV_QP_*).
+// Which QpAttr fields modify_qp applies: the IBV_QP_* bits, same values.
 enum QpAttrMask : uint32_t {
   kQpState = 1u << 0,
-  kQpAccessFlags = 1u << 1,
-  kQpPathMtu = 1u << 2,
-  kQpAv = 1u << 3,
-  kQpDestQpn = 1u << 4,
-  kQpRqPsn = 1u << 5,
-  kQpMaxDestRdAtomic = 1u << 6,
-  kQpMinRnrTimer = 1u << 7,
-  kQpSqPsn = 1u << 8,
+  kQpCurState = 1u << 1,
+  kQpEnSqdAsyncNotify = 1u << 2,
+  kQpAccessFlags = 1u << 3,
+  kQpPkeyIndex = 1u << 4,
+  kQpPort = 1u << 5,
+  kQpQkey = 1u << 6,
+  kQpAv = 1u << 7,
+  kQpPathMtu = 1u << 8,
   kQpTimeout = 1u << 9,
   kQpRetryCnt = 1u << 10,
   kQpRnrRetry = 1u << 11,
-  kQpMaxQpRdAtomic = 1u << 12,
-  kQpRecovery = 1u << 13,
+  kQpRqPsn = 1u << 12,
+  kQpMaxQpRdAtomic = 1u << 13,
+  kQpAltPath = 1u << 14,
+  kQpMinRnrTimer = 1u << 15,
+  kQpSqPsn = 1u << 16,
+  kQpMaxDestRdAtomic = 1u << 17,
+  kQpPathMigState = 1u << 18,
+  kQpCap = 1u << 19,
+  kQpDestQpn = 1u << 20,
+  kQpRateLimit = 1u << 25,
+  kQpRecovery = 1u << 30,  // tita's own: QpAttr::recovery (RESET->INIT, INIT->INIT, INIT->RTR)
 };
+
+// What each RC transition requires, as the IBA (11.2.4.2) and Linux's
+// qp_state_table say; modify_qp checks every call against the whole table
+// (required and optional attributes of each transition, engine.cc).
+inline constexpr uint32_t kQpToInitRequired = kQpPkeyIndex | kQpPort | kQpAccessFlags;
+inline constexpr uint32_t kQpToRtrRequired =
+    kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer;
+inline constexpr uint32_t kQpToRtsRequired = kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
 
 struct QpInitAttr {
   uint32_t send_cq = 0;  // CQ handles from create_cq
   uint32_t recv_cq = 0;
   uint32_t max_send_wr = 256;
   uint32_t max_recv_wr = 256;
-  uint32_t max_sge = 4;  // at most kMaxSge
+  uint32_t max_sge = 4;          // at most kMaxSge
+  uint32_t max_inline_data = 0;  // at most kMaxInlineData; create_qp rounds it up
   bool sq_sig_all = false;
 };
 
 inline constexpr uint32_t kMaxSge = 4;
+inline constexpr uint32_t kMaxInlineData = 512;
+inline constexpr uint32_t kMaxRdAtomic = 128;  // max_rd_atomic and max_dest_rd_atomic
+inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
 
 // The UDP source port a QP uses towards its peer unless its AV sets one: Linux's
 // derivation (ib_verbs.h rdma_calc_flow_label folded by rdma_flow_label_to_udp_sport
