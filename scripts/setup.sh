@@ -14,6 +14,8 @@ packages=(
   libns3-dev libgsl-dev
   # DPDK tools (dpdk-testpmd, dpdk-telemetry.py) and namespaces for AF_XDP tests
   dpdk dpdk-dev iproute2 libxdp1 libbpf1
+  # the verbs layer: libibverbs' headers, and rdma-core's own programs run over tita
+  libibverbs-dev ibverbs-utils perftest
   # interop checks and plots
   tshark python3-scapy python3-matplotlib python3-numpy
   # measurement

@@ -7,6 +7,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
@@ -25,6 +26,14 @@ int eal_init(int argc, char** argv, std::string* err) {
   }
   return n;
 }
+
+void eal_cleanup() { rte_eal_cleanup(); }
+
+void quiet_logs() { rte_log_set_global_level(RTE_LOG_CRIT); }
+
+int register_thread() { return rte_thread_register() == 0 ? 0 : -rte_errno; }
+
+void unregister_thread() { rte_thread_unregister(); }
 
 TscClock::TscClock() : hz_(rte_get_tsc_hz()), base_(rte_get_tsc_cycles()) {}
 
@@ -109,9 +118,14 @@ int Port::open(std::string_view name, const PortConfig& cfg, std::string* err) {
   // Ask for a jumbo-capable MTU; ports that cannot keep their own.
   const uint16_t mtu = std::min<uint32_t>({cfg.mtu, info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN});
   uint16_t cur = RTE_ETHER_MTU;
-  if (mtu > RTE_ETHER_MTU && rte_eth_dev_set_mtu(id_, mtu) == 0) cur = mtu;
+  const int set = mtu > RTE_ETHER_MTU ? rte_eth_dev_set_mtu(id_, mtu) : 0;
   rte_eth_dev_get_mtu(id_, &cur);
-  max_frame_ = std::min<uint16_t>(static_cast<uint16_t>(cur + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN), data_room_);
+  if (set == -ENOTSUP && info.max_rx_pktlen == UINT32_MAX) {
+    // A port with no MTU to set and no frame limit (vhost, ring): what one mbuf holds.
+    max_frame_ = data_room_;
+  } else {
+    max_frame_ = std::min<uint16_t>(static_cast<uint16_t>(cur + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN), data_room_);
+  }
   uint16_t nb_rx = cfg.rx_descs, nb_tx = cfg.tx_descs;
   rte_eth_dev_adjust_nb_rx_tx_desc(id_, &nb_rx, &nb_tx);
   const int socket = rte_eth_dev_socket_id(id_);
@@ -177,6 +191,13 @@ void Port::tx_all(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
 bool Port::link_up() const {
   rte_eth_link link{};
   return rte_eth_link_get_nowait(id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+uint32_t Port::link_speed_mbps() const {
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id_, &link) != 0) return 0;
+  if (link.link_speed == RTE_ETH_SPEED_NUM_NONE || link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN) return 0;
+  return link.link_speed;
 }
 
 int Port::steer_udp_sport(uint16_t udp_sport, uint16_t queue, std::string* err) {

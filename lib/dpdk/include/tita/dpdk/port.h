@@ -20,6 +20,19 @@ namespace tita::dpdk {
 // argv + n), or -1 with rte_strerror's message in *err.
 int eal_init(int argc, char** argv, std::string* err);
 
+// rte_eal_cleanup: releases what EAL holds (hugepage files, vdev sockets). EAL
+// cannot be started again in the same process afterwards.
+void eal_cleanup();
+
+// Only critical DPDK log messages from now on: for a teardown whose peer is
+// gone (virtio-user complaining that the vhost side closed first).
+void quiet_logs();
+
+// Gives a thread that EAL did not create an lcore id (rte_thread_register), so
+// its mempool operations use a per-lcore cache. 0 or -errno.
+int register_thread();
+void unregister_thread();
+
 // Nanoseconds from the TSC, as the engine's clock.
 class TscClock {
  public:
@@ -82,6 +95,8 @@ class Port {
   // Transmits all n, retrying briefly; frees and counts what the port refuses.
   void tx_all(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   bool link_up() const;
+  // The link speed in Mb/s as the port reports it (vdevs report a nominal one); 0: unknown.
+  uint32_t link_speed_mbps() const;
   // An rte_flow rule: IPv4/UDP frames from source port `udp_sport` to port 4791 go
   // to receive queue `queue`. 0, or -errno (many vdevs have no rte_flow).
   int steer_udp_sport(uint16_t udp_sport, uint16_t queue, std::string* err);

@@ -1,0 +1,292 @@
+#include "tita/verbs/config.h"
+
+#include <arpa/inet.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tita::verbs {
+
+namespace {
+
+constexpr std::string_view kAlgorithms[] = {"none", "dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita"};
+
+int fail(std::string* err, std::string msg) {
+  *err = std::move(msg);
+  return -EINVAL;
+}
+
+bool parse_mac(std::string_view s, uint8_t out[6]) {
+  unsigned v[6];
+  char tail;
+  const std::string str(s);
+  if (std::sscanf(str.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6) {
+    return false;
+  }
+  for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  return true;
+}
+
+bool parse_ipv4(std::string_view s, uint32_t* out) {
+  in_addr a{};
+  if (inet_pton(AF_INET, std::string(s).c_str(), &a) != 1) return false;
+  *out = ntohl(a.s_addr);
+  return true;
+}
+
+template <class T>
+bool parse_uint(std::string_view s, T* out, uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) return false;
+  *out = static_cast<T>(v);
+  return true;
+}
+
+bool parse_bool(std::string_view s, bool* out) {
+  if (s == "1" || s == "true" || s == "yes" || s == "on") {
+    *out = true;
+    return true;
+  }
+  if (s == "0" || s == "false" || s == "no" || s == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == sep || (sep == ' ' && (ch == '\t' || ch == '\n'))) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+int add_neighbour(Config* c, std::string_view ip, std::string_view mac, const std::string& what, std::string* err) {
+  uint32_t a;
+  std::array<uint8_t, 6> m{};
+  if (!parse_ipv4(ip, &a)) return fail(err, what + ": '" + std::string(ip) + "' is not an IPv4 address");
+  if (!parse_mac(mac, m.data()) || (m[0] & 1) || m == std::array<uint8_t, 6>{}) {
+    return fail(err, what + ": '" + std::string(mac) + "' is not a unicast MAC address (02:00:00:00:00:02)");
+  }
+  c->neighbours.emplace_back(a, m);
+  return 0;
+}
+
+}  // namespace
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> kSettings = {
+      {"device", "TITA_DEVICE", "device name in ibv_devices (default tita0)"},
+      {"vdev", "TITA_VDEV", "DPDK vdev to create, as EAL's --vdev takes it (net_vhost0,iface=/tmp/s)"},
+      {"port", "TITA_PORT", "existing DPDK port instead: PCI address, name or number"},
+      {"ip", "TITA_IP", "IPv4 address of the device (GID index 0 is ::ffff:ip, RoCE v2)"},
+      {"mac", "TITA_MAC", "source MAC (default: the port's)"},
+      {"eal", "TITA_EAL", "extra EAL arguments, space separated"},
+      {"hugepages", "TITA_HUGEPAGES", "use hugepages (default false: EAL --no-huge)"},
+      {"memory_mb", "TITA_MEMORY_MB", "EAL memory with --no-huge (default 512)"},
+      {"cc", "TITA_CC", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita"},
+      {"cc_params", "TITA_CC_PARAMS", "its parameters, name=value, space separated"},
+      {"recovery", "TITA_RECOVERY", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
+      {"progress", "TITA_PROGRESS", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
+      {"rate_gbps", "TITA_RATE_GBPS", "line rate congestion control assumes (default: the port's speed)"},
+      {"pace", "TITA_PACE", "pace at the line rate, for ports that take frames faster than a wire"},
+      {"max_qps", "TITA_MAX_QPS", "QPs the device holds (default 4096)"},
+      {"link_wait_ms", "TITA_LINK_WAIT_MS", "how long opening the device waits for the link (default 30000)"},
+      {"arp_retry_ms", "TITA_ARP_RETRY_MS", "between ARP requests (default 1000)"},
+      {"arp_tries", "TITA_ARP_TRIES", "ARP requests before a peer is unreachable (default 3)"},
+      {"neighbours", "TITA_NEIGHBOURS", "static ARP entries: ip=mac,ip=mac (file: {\"ip\": \"mac\"})"},
+      {"log", "TITA_LOG", "none, error (default), info or debug, on stderr"},
+  };
+  return kSettings;
+}
+
+int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
+  const std::string what(key);
+  auto bad = [&](const std::string& why) { return fail(err, what + ": '" + std::string(v) + "' " + why); };
+  if (key == "device") {
+    if (v.empty() || v.size() >= 64) return bad("must be 1 to 63 characters");
+    c->device = v;
+  } else if (key == "vdev") {
+    c->vdev = v;
+  } else if (key == "port") {
+    c->port = v;
+  } else if (key == "ip") {
+    if (!parse_ipv4(v, &c->ipv4)) return bad("is not an IPv4 address");
+    c->ip = v;
+  } else if (key == "mac") {
+    if (!parse_mac(v, c->mac_bytes) || (c->mac_bytes[0] & 1)) return bad("is not a unicast MAC address");
+    c->mac = v;
+  } else if (key == "eal") {
+    c->eal = v;
+  } else if (key == "hugepages") {
+    if (!parse_bool(v, &c->hugepages)) return bad("must be true or false");
+  } else if (key == "memory_mb") {
+    if (!parse_uint(v, &c->memory_mb, 64, 1 << 20)) return bad("must be 64 to 1048576");
+  } else if (key == "cc") {
+    bool known = false;
+    for (auto a : kAlgorithms) known |= a == v;
+    if (!known) return bad("is not an algorithm (none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita)");
+    c->cc = v;
+  } else if (key == "cc_params") {
+    c->cc_params = split(v, ' ');
+    for (const auto& p : c->cc_params) {
+      if (p.find('=') == std::string::npos) return fail(err, what + ": '" + p + "' is not name=value");
+    }
+  } else if (key == "recovery") {
+    if (v == "gbn") {
+      c->selective_repeat = false;
+    } else if (v == "sr") {
+      c->selective_repeat = true;
+    } else {
+      return bad("must be gbn or sr");
+    }
+  } else if (key == "progress") {
+    if (v == "busy") {
+      c->progress = Progress::kBusy;
+    } else if (v == "adaptive") {
+      c->progress = Progress::kAdaptive;
+    } else {
+      return bad("must be busy or adaptive");
+    }
+  } else if (key == "rate_gbps") {
+    char* end = nullptr;
+    const std::string s(v);
+    const double d = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() || *end != '\0' || !(d >= 0.001 && d <= 3200)) {
+      return bad("must be a rate in Gb/s, 0.001 to 3200");
+    }
+    c->rate_gbps = d;
+  } else if (key == "pace") {
+    if (!parse_bool(v, &c->pace)) return bad("must be true or false");
+  } else if (key == "max_qps") {
+    if (!parse_uint(v, &c->max_qps, 1, 1 << 16)) return bad("must be 1 to 65536");
+  } else if (key == "link_wait_ms") {
+    if (!parse_uint(v, &c->link_wait_ms, 0, 3'600'000)) return bad("must be 0 to 3600000");
+  } else if (key == "arp_retry_ms") {
+    if (!parse_uint(v, &c->arp_retry_ms, 1, 60'000)) return bad("must be 1 to 60000");
+  } else if (key == "arp_tries") {
+    if (!parse_uint(v, &c->arp_tries, 1, 100)) return bad("must be 1 to 100");
+  } else if (key == "neighbours") {
+    c->neighbours.clear();
+    for (const std::string& e : split(v, ',')) {
+      const auto eq = e.find('=');
+      if (eq == std::string::npos) return fail(err, what + ": '" + e + "' is not ip=mac");
+      if (int rc = add_neighbour(c, std::string_view(e).substr(0, eq), std::string_view(e).substr(eq + 1), what, err);
+          rc != 0) {
+        return rc;
+      }
+    }
+  } else if (key == "log") {
+    if (v == "none") {
+      c->log = Config::Log::kNone;
+    } else if (v == "error") {
+      c->log = Config::Log::kError;
+    } else if (v == "info") {
+      c->log = Config::Log::kInfo;
+    } else if (v == "debug") {
+      c->log = Config::Log::kDebug;
+    } else {
+      return bad("must be none, error, info or debug");
+    }
+  } else {
+    std::string known;
+    for (const Setting& s : settings()) known += (known.empty() ? "" : ", ") + std::string(s.key);
+    return fail(err, "unknown setting '" + what + "' (known: " + known + ")");
+  }
+  return 0;
+}
+
+int read_file(Config* c, const std::string& path, std::string* err) {
+  std::ifstream in(path);
+  if (!in) {
+    *err = path + ": " + std::strerror(errno);
+    return -ENOENT;
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    return fail(err, path + ": not JSON: " + e.what());
+  }
+  if (!j.is_object()) return fail(err, path + ": must be a JSON object of settings");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
+    std::string text;
+    if (key == "neighbours" && v.is_object()) {
+      c->neighbours.clear();
+      for (auto n = v.begin(); n != v.end(); ++n) {
+        if (!n.value().is_string()) return fail(err, path + ": neighbours." + n.key() + ": must be a MAC string");
+        if (int rc = add_neighbour(c, n.key(), n.value().get<std::string>(), path + ": neighbours", err); rc != 0) {
+          return rc;
+        }
+      }
+      continue;
+    }
+    if (key == "cc_params" && v.is_array()) {
+      for (const auto& p : v) {
+        if (!p.is_string()) return fail(err, path + ": cc_params: every entry must be a \"name=value\" string");
+        text += (text.empty() ? "" : " ") + p.get<std::string>();
+      }
+    } else if (v.is_string()) {
+      text = v.get<std::string>();
+    } else if (v.is_boolean()) {
+      text = v.get<bool>() ? "true" : "false";
+    } else if (v.is_number_integer()) {
+      text = std::to_string(v.get<int64_t>());
+    } else if (v.is_number()) {
+      std::ostringstream os;
+      os << v.get<double>();
+      text = os.str();
+    } else {
+      return fail(err, path + ": " + key + ": must be a string, number or boolean");
+    }
+    if (int rc = set(c, key, text, err); rc != 0) {
+      *err = path + ": " + *err;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+int check(const Config& c, std::string* err) {
+  if (c.ip.empty()) return fail(err, "no address: set ip (TITA_IP, tita-run --ip)");
+  if (c.vdev.empty() == c.port.empty()) {
+    return fail(err, c.vdev.empty() ? "no port: set vdev or port (TITA_VDEV / TITA_PORT, tita-run --vdev / --port)"
+                                    : "vdev and port are both set: name one DPDK port");
+  }
+  return 0;
+}
+
+int load(Config* c, std::string* err) {
+  if (const char* path = std::getenv("TITA_CONFIG"); path != nullptr && *path != '\0') {
+    if (int rc = read_file(c, path, err); rc != 0) return rc;
+  }
+  for (const Setting& s : settings()) {
+    const std::string env(s.env);
+    if (const char* v = std::getenv(env.c_str()); v != nullptr) {
+      if (int rc = set(c, s.key, v, err); rc != 0) {
+        *err = env + ": " + *err;
+        return rc;
+      }
+    }
+  }
+  return check(*c, err);
+}
+
+}  // namespace tita::verbs

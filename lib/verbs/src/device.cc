@@ -1,0 +1,408 @@
+#include "device.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace tita::verbs {
+
+namespace {
+
+std::mutex g_mu;  // g_device's creation and destruction
+Device* g_device = nullptr;
+std::string g_error;  // why there is no device, once tried
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// The CPUs this process may run on, as EAL's --lcores takes a set: "0-1,4".
+std::string cpu_set() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "0";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE;) {
+    if (!CPU_ISSET(c, &set)) {
+      ++c;
+      continue;
+    }
+    int end = c;
+    while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set)) ++end;
+    out += (out.empty() ? "" : ",") + std::to_string(c) + (end > c ? "-" + std::to_string(end) : "");
+    c = end + 1;
+  }
+  return out.empty() ? "0" : out;
+}
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == ' ' || ch == '\t') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+constexpr uint64_t kLingerNs = 20'000'000;  // how long a closing device keeps sending what it owes
+
+bool looks_like_pci(const std::string& s) { return s.find(':') != std::string::npos && s.find('.') != std::string::npos; }
+
+void sleep_ns(uint64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+// Set while this thread starts the device: EAL may load drivers that call
+// libibverbs themselves (DPDK's mlx5 PMD); they see the kernel devices only.
+thread_local bool t_starting = false;
+
+}  // namespace
+
+Device* Device::get(std::string* err) {
+  if (t_starting) {
+    *err = "the tita device is starting";
+    return nullptr;
+  }
+  std::lock_guard lock(g_mu);
+  if (g_device != nullptr) return g_device;
+  if (!g_error.empty()) {
+    *err = g_error;
+    return nullptr;
+  }
+  auto d = std::unique_ptr<Device>(new Device());
+  t_starting = true;
+  const int rc = d->init(&g_error);
+  t_starting = false;
+  if (rc != 0) {
+    *err = g_error;
+    return nullptr;
+  }
+  g_device = d.release();
+  return g_device;
+}
+
+bool Device::ours(const ibv_device* dev) { return dev != nullptr && g_device != nullptr && dev == &g_device->ibv_; }
+
+void Device::shutdown() {
+  std::lock_guard lock(g_mu);
+  if (g_device == nullptr) return;
+  Device* d = g_device;
+  g_device = nullptr;
+  d->stop_ = true;
+  if (d->thread_.joinable()) d->thread_.join();
+  d->host_.reset();
+  // Closing a port may write to a peer that is gone (virtio-user to a vhost
+  // process that exited first): the SIGPIPE that would kill the application
+  // is held back here and discarded, without touching its signal handlers.
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t pending;
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  if (d->cfg_.log < Config::Log::kInfo) dpdk::quiet_logs();
+  d->port_.close();
+  dpdk::eal_cleanup();
+  sigpending(&pending);
+  if (!was_pending && sigismember(&pending, SIGPIPE)) {
+    const timespec zero{0, 0};
+    sigtimedwait(&pipe_only, nullptr, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  delete d;
+}
+
+void Device::log(Config::Log level, const char* fmt, ...) {
+  if (level > cfg_.log) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "tita: %s\n", line);
+}
+
+int Device::init(std::string* err) {
+  if (int rc = load(&cfg_, err); rc != 0) return rc;
+  // EAL: no hugepages unless asked, this process's own files, every CPU allowed
+  // (EAL pins its main thread to the main lcore's set: the application's thread).
+  std::vector<std::string> args = {"tita-verbs"};
+  if (cfg_.hugepages) {
+    args.push_back("--in-memory");
+  } else {
+    args.insert(args.end(), {"--no-huge", "-m", std::to_string(cfg_.memory_mb)});
+  }
+  args.insert(args.end(), {"--file-prefix", "tita-verbs-" + std::to_string(getpid()), "--lcores",
+                           "0@(" + cpu_set() + ")"});
+  const char* level = cfg_.log == Config::Log::kDebug  ? "8"
+                      : cfg_.log == Config::Log::kInfo ? "6"
+                      : cfg_.log == Config::Log::kNone ? "1"
+                                                       : "4";
+  args.insert(args.end(), {"--log-level", level});
+  std::string port_name = cfg_.port;
+  if (!cfg_.vdev.empty()) {
+    args.insert(args.end(), {"--no-pci", "--vdev", cfg_.vdev});
+    port_name = cfg_.vdev.substr(0, cfg_.vdev.find(','));
+  } else if (looks_like_pci(cfg_.port)) {
+    args.insert(args.end(), {"-a", cfg_.port});
+  }
+  for (std::string& w : words(cfg_.eal)) args.push_back(std::move(w));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string why;
+  if (dpdk::eal_init(static_cast<int>(args.size()), argv.data(), &why) < 0) {
+    *err = "cannot start DPDK (" + why + ")";
+    return -ENODEV;
+  }
+  clock_.emplace();
+  dpdk::PortConfig pc;
+  if (int rc = port_.open(port_name, pc, &why); rc != 0) {
+    *err = "cannot open DPDK port " + port_name + ": " + why;
+    return rc;
+  }
+  if (!cfg_.mac.empty()) {
+    std::memcpy(mac_, cfg_.mac_bytes, 6);
+  } else {
+    std::memcpy(mac_, port_.mac(), 6);
+  }
+  // The node GUID, EUI-64 from the MAC as RoCE NICs derive it.
+  guid_ = uint64_t{static_cast<uint8_t>(mac_[0] ^ 2)} << 56 | uint64_t{mac_[1]} << 48 | uint64_t{mac_[2]} << 40 |
+          uint64_t{0xff} << 32 | uint64_t{0xfe} << 24 | uint64_t{mac_[3]} << 16 | uint64_t{mac_[4]} << 8 | mac_[5];
+  ibv_.node_type = IBV_NODE_CA;
+  ibv_.transport_type = IBV_TRANSPORT_IB;
+  std::snprintf(ibv_.name, sizeof ibv_.name, "%s", cfg_.device.c_str());
+  std::snprintf(ibv_.dev_name, sizeof ibv_.dev_name, "uverbs-%s", cfg_.device.c_str());
+  std::snprintf(ibv_.dev_path, sizeof ibv_.dev_path, "/sys/class/infiniband_verbs/uverbs-%s", cfg_.device.c_str());
+  std::snprintf(ibv_.ibdev_path, sizeof ibv_.ibdev_path, "/sys/class/infiniband/%s", cfg_.device.c_str());
+  link_was_up_ = port_.link_up();
+  log(Config::Log::kInfo, "%s on DPDK port %s, %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, link %s %u Mb/s, frames up to %u B",
+      cfg_.device.c_str(), port_name.c_str(), cfg_.ip.c_str(), mac_[0], mac_[1], mac_[2], mac_[3], mac_[4], mac_[5],
+      link_was_up_ ? "up" : "down", port_.link_speed_mbps(), port_.max_frame_bytes());
+  return 0;
+}
+
+uint32_t Device::max_path_mtu() const {
+  // The headers a payload packet may carry (WRITE Only with Immediate, VLAN
+  // tag), the ICRC and the telemetry trailer tita adds.
+  const uint32_t overhead = 14 + 4 + 20 + 8 + 12 + 20 + 4 + 8;
+  for (uint32_t mtu = 4096; mtu > 256; mtu /= 2) {
+    if (mtu + overhead <= port_.max_frame_bytes()) return mtu;
+  }
+  return 256;
+}
+
+int Device::attach(Context* c) {
+  {
+    std::lock_guard lock(contexts_mu_);
+    contexts_.push_back(c);
+    if (contexts_.size() > 1) return 0;
+  }
+  // The first context: the link, the engine and its thread.
+  if (!port_.link_up() && cfg_.link_wait_ms > 0) {
+    log(Config::Log::kInfo, "%s: waiting up to %u ms for the link of %s", cfg_.device.c_str(), cfg_.link_wait_ms,
+        port_.name().c_str());
+    const uint64_t until = clock_->now_ns() + uint64_t{cfg_.link_wait_ms} * 1'000'000;
+    while (!port_.link_up() && clock_->now_ns() < until) sleep_ns(10'000'000);
+    if (!port_.link_up()) log(Config::Log::kError, "%s: the link of %s is down", cfg_.device.c_str(), port_.name().c_str());
+  }
+  link_was_up_ = port_.link_up();
+  engine::EngineConfig ec;
+  std::memcpy(ec.mac, mac_, 6);
+  ec.gid = gid();
+  const uint32_t speed = port_.link_speed_mbps();
+  ec.line_rate_bps = cfg_.rate_gbps > 0 ? static_cast<uint64_t>(cfg_.rate_gbps * 1e9)
+                     : speed > 0       ? uint64_t{speed} * 1'000'000
+                                       : 100'000'000'000;
+  ec.pace_line_rate = cfg_.pace;
+  ec.max_frame_bytes = port_.max_frame_bytes();
+  ec.max_qps = cfg_.max_qps;
+  ec.arp_retry_ns = uint64_t{cfg_.arp_retry_ms} * 1'000'000;
+  ec.arp_tries = cfg_.arp_tries;
+  host_ = std::make_unique<dpdk::EngineHost>(port_, 0, ec,
+                                             dpdk::HostOptions{.zero_copy = false, .port_mac = cfg_.mac.empty()});
+  engine::Engine& e = host_->engine();
+  e.set_event_hook(&Device::on_event, this);
+  for (const auto& [ip, m] : cfg_.neighbours) e.add_neighbour(ip, m.data());  // checked by the config
+  stop_ = false;
+  next_link_check_ns_ = 0;
+  thread_ = std::thread([this] { run(); });
+  return 0;
+}
+
+void Device::detach(Context* c) {
+  {
+    std::lock_guard lock(contexts_mu_);
+    contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), c), contexts_.end());
+    if (!contexts_.empty()) return;
+  }
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  Lock lock(*this);
+  // What the engine still owes the wire leaves before it goes: the ACK of the
+  // last message received (a NIC sends it whether or not the process stays),
+  // answers to the peer's last retransmissions.
+  const uint64_t until = clock_->now_ns() + kLingerNs;
+  while (clock_->now_ns() < until) host_->poll_once(clock_->now_ns());
+  host_.reset();
+}
+
+const engine::EngineCounters* Device::counters() { return host_ ? &host_->engine().counters() : nullptr; }
+
+void Device::step(bool polling) {
+  const uint64_t now = clock_->now_ns();
+  host_->poll_once(now);
+  if (polling) app_step_ns_.store(now, std::memory_order_relaxed);
+}
+
+void Device::run() {
+  dpdk::register_thread();  // a mempool cache for this thread
+  constexpr uint64_t kAppActiveNs = 50'000;  // an application thread polled this recently: leave it the work
+  constexpr uint64_t kSpinNs = 50'000;       // adaptive: keep polling this long after the last work
+  constexpr uint64_t kMaxSleepNs = 200'000;
+  uint64_t last_work = 0;
+  uint64_t sleep = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const uint64_t now = clock_->now_ns();
+    const bool app_active = now - app_step_ns_.load(std::memory_order_relaxed) < kAppActiveNs;
+    bool worked = false;
+    uint64_t next = UINT64_MAX;
+    if (!app_active && waiting_.load(std::memory_order_relaxed) == 0) {
+      std::unique_lock lock(mu_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        const uint32_t rx = host_->poll_once(now);
+        next = host_->engine().next_wakeup_ns();
+        worked = rx > 0 || next <= clock_->now_ns();
+        if (now >= next_link_check_ns_) {
+          next_link_check_ns_ = now + 100'000'000;
+          check_link();
+        }
+      }
+    }
+    if (worked) {
+      last_work = now;
+      sleep = 0;
+      continue;
+    }
+    if (cfg_.progress == Progress::kBusy) {
+      if (app_active) {
+        sched_yield();  // the application polls for itself: give it the core
+      } else {
+        cpu_relax();
+      }
+      continue;
+    }
+    // Adaptive: poll on for a while after work (a reply is likely soon), then
+    // sleep, longer each time, never past the engine's next deadline (a timer,
+    // a paced packet). While the application polls, sleep outright.
+    if (!app_active && now - last_work < kSpinNs) {
+      cpu_relax();
+      continue;
+    }
+    sleep = std::min<uint64_t>(kMaxSleepNs, std::max<uint64_t>(sleep * 2, 10'000));
+    const uint64_t t = clock_->now_ns();
+    const uint64_t until_deadline = next > t ? next - t : 0;
+    sleep_ns(std::max<uint64_t>(1'000, std::min(sleep, until_deadline)));
+  }
+  dpdk::unregister_thread();
+}
+
+void Device::check_link() {
+  const bool up = port_.link_up();
+  if (up == link_was_up_) return;
+  link_was_up_ = up;
+  log(Config::Log::kInfo, "%s: link %s", cfg_.device.c_str(), up ? "up" : "down");
+  ibv_async_event e{};
+  e.element.port_num = 1;
+  e.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+  std::lock_guard lock(contexts_mu_);
+  for (Context* c : contexts_) post_async(c, e);
+}
+
+void Device::bind_cq(uint32_t id, Cq* cq) {
+  std::lock_guard lock(contexts_mu_);
+  cqs_[id] = cq;
+}
+
+void Device::unbind_cq(uint32_t id) {
+  std::lock_guard lock(contexts_mu_);
+  cqs_.erase(id);
+}
+
+void Device::bind_qp(uint32_t qpn, Qp* qp) {
+  std::lock_guard lock(contexts_mu_);
+  qps_[qpn] = qp;
+}
+
+void Device::unbind_qp(uint32_t qpn) {
+  std::lock_guard lock(contexts_mu_);
+  qps_.erase(qpn);
+}
+
+void Device::post_async(Context* c, const ibv_async_event& e) {
+  {
+    std::lock_guard lock(c->async_mu);
+    c->async_events.push_back(e);
+  }
+  const char one = 1;
+  if (write(c->async_pipe[1], &one, 1) != 1) log(Config::Log::kError, "async event lost (pipe full)");
+}
+
+// Runs inside engine calls, under the device lock.
+void Device::on_event(void* ctx, const engine::Event& e) {
+  auto* d = static_cast<Device*>(ctx);
+  std::lock_guard lock(d->contexts_mu_);
+  if (e.kind == engine::EventKind::kCqNotify || e.kind == engine::EventKind::kCqError) {
+    auto it = d->cqs_.find(e.cq);
+    if (it == d->cqs_.end()) return;
+    Cq* cq = it->second;
+    if (e.kind == engine::EventKind::kCqNotify) {
+      if (cq->cq.channel == nullptr) return;
+      pthread_mutex_lock(&cq->cq.mutex);
+      ++cq->comp_events_sent;
+      pthread_mutex_unlock(&cq->cq.mutex);
+      const ibv_cq* p = &cq->cq;
+      const int fd = reinterpret_cast<Channel*>(cq->cq.channel)->write_fd;
+      if (write(fd, &p, sizeof p) != static_cast<ssize_t>(sizeof p)) d->log(Config::Log::kError, "CQ event lost");
+      return;
+    }
+    ibv_async_event ae{};
+    ae.element.cq = &cq->cq;
+    ae.event_type = IBV_EVENT_CQ_ERR;
+    d->log(Config::Log::kError, "CQ %u overflowed: its QPs are in error", e.cq);
+    d->post_async(context_of(cq->cq.context), ae);
+    return;
+  }
+  auto it = d->qps_.find(e.qp_num);
+  if (it == d->qps_.end()) return;
+  Qp* qp = it->second;
+  ibv_async_event ae{};
+  ae.element.qp = &qp->qp;
+  switch (e.kind) {
+    case engine::EventKind::kQpFatal: ae.event_type = IBV_EVENT_QP_FATAL; break;
+    case engine::EventKind::kQpRequestError: ae.event_type = IBV_EVENT_QP_REQ_ERR; break;
+    case engine::EventKind::kQpAccessError: ae.event_type = IBV_EVENT_QP_ACCESS_ERR; break;
+    case engine::EventKind::kCommEstablished: ae.event_type = IBV_EVENT_COMM_EST; break;
+    default: return;
+  }
+  d->post_async(context_of(qp->qp.context), ae);
+}
+
+}  // namespace tita::verbs

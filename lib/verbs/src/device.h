@@ -1,0 +1,182 @@
+// The tita verbs device: one per process, a DPDK port with tita's engine behind
+// it, and the verbs objects handed to the application.
+//
+// Threads. The engine and the port are single-threaded; every engine call runs
+// under the device lock. Whoever holds the lock makes progress (receives,
+// timers, sends): the device's own thread, and application threads inside
+// ibv_post_send / ibv_poll_cq, which then need no hand-off (the thread backs
+// off while they poll). Completion and asynchronous events cross to waiting
+// application threads through pipes, as the kernel's event files do.
+//
+// Lifetime. The first ibv_get_device_list reads the settings, starts EAL and
+// opens the port (the device exists, as a kernel device does); the first
+// ibv_open_device starts the engine and the thread, the last ibv_close_device
+// stops them; the library's destructor closes the port and EAL.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdarg>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tita/dpdk/host.h"
+#include "tita/dpdk/port.h"
+#include "tita/engine/engine.h"
+#include "tita/verbs/config.h"
+
+namespace tita::verbs {
+
+class Device;
+
+// The objects, each an ibv_* struct followed by what tita keeps with it; the
+// application sees the first member only.
+struct Context {
+  verbs_context vctx;  // ibv_context is its last member
+  Device* dev = nullptr;
+  int async_pipe[2] = {-1, -1};  // read end is ibv_context::async_fd
+  std::mutex async_mu;
+  std::deque<ibv_async_event> async_events;
+  // What this context created, released with it if the application does not.
+  std::set<struct Qp*> qps;
+  std::set<struct Cq*> cqs;
+  std::set<struct Mr*> mrs;
+  std::set<struct Pd*> pds;
+  std::set<struct Channel*> channels;
+};
+
+inline Context* context_of(ibv_context* c) {
+  return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+}
+
+struct Pd {
+  ibv_pd pd;
+  uint32_t id = 0;
+};
+
+struct Mr {
+  ibv_mr mr;
+};
+
+struct Channel {
+  ibv_comp_channel ch;
+  int write_fd = -1;
+};
+
+struct Cq {
+  ibv_cq cq;
+  uint32_t id = 0;
+  uint32_t comp_events_sent = 0;   // under cq.mutex; ibv_destroy_cq waits for their acks
+  uint32_t async_events_sent = 0;  // handed to the application (ibv_get_async_event), same
+};
+
+struct Qp {
+  ibv_qp qp;
+  uint32_t qpn = 0;
+  ibv_qp_cap cap{};
+  bool sq_sig_all = false;
+  uint8_t sgid_index = 0;
+  uint8_t sl = 0;
+  uint32_t flow_label = 0;
+  uint32_t async_events_sent = 0;  // handed to the application, under qp.mutex; ibv_destroy_qp waits for their acks
+};
+
+class Device {
+ public:
+  // The process's device, made on first use. nullptr with *err when the
+  // settings or the port are wrong; every later call fails the same way.
+  static Device* get(std::string* err);
+  // Whether `dev` is the device we hand out (and not a kernel device).
+  static bool ours(const ibv_device* dev);
+  static bool ours(const ibv_context* ctx) { return ctx != nullptr && ours(ctx->device); }
+  static void shutdown();  // the library's destructor
+
+  ibv_device* ibv() { return &ibv_; }
+  const Config& config() const { return cfg_; }
+
+  // ibv_open_device / ibv_close_device.
+  int attach(Context* c);
+  void detach(Context* c);
+
+  // The engine and the port, one thread at a time.
+  class Lock {
+   public:
+    explicit Lock(Device& d) : d_(d) {
+      d_.waiting_.fetch_add(1, std::memory_order_relaxed);
+      d_.mu_.lock();
+      d_.waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    ~Lock() { d_.mu_.unlock(); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    Device& d_;
+  };
+  engine::Engine& engine() { return host_->engine(); }
+  // One progress step (receive a burst, timers, send); the caller holds the
+  // lock. `polling`: an application thread polling its CQ did it; while it
+  // keeps doing so the device thread leaves the work to it.
+  void step(bool polling);
+
+  // Facts for the query verbs.
+  uint64_t node_guid() const { return guid_; }  // host order
+  const uint8_t* mac() const { return mac_; }
+  wire::Gid gid() const { return wire::Gid::from_ipv4(cfg_.ipv4); }
+  bool link_up() const { return port_.link_up(); }
+  uint32_t link_speed_mbps() const { return port_.link_speed_mbps(); }
+  uint32_t max_frame_bytes() const { return port_.max_frame_bytes(); }
+  const std::string& port_name() const { return port_.name(); }
+  // The largest path MTU (256..4096) whose frames the port carries.
+  uint32_t max_path_mtu() const;
+  const engine::EngineCounters* counters();
+
+  // Event routing: the engine names CQs and QPs by number.
+  void bind_cq(uint32_t id, Cq* cq);
+  void unbind_cq(uint32_t id);
+  void bind_qp(uint32_t qpn, Qp* qp);
+  void unbind_qp(uint32_t qpn);
+  void post_async(Context* c, const ibv_async_event& e);
+
+  void log(Config::Log level, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+ private:
+  Device() = default;
+  int init(std::string* err);
+  void run();  // the device thread
+  static void on_event(void* ctx, const engine::Event& e);
+  void check_link();
+
+  Config cfg_;
+  ibv_device ibv_{};
+  dpdk::Port port_;
+  uint8_t mac_[6] = {};
+  uint64_t guid_ = 0;
+  std::optional<dpdk::TscClock> clock_;  // after EAL has measured the TSC
+
+  std::mutex mu_;  // the engine and the port
+  std::atomic<int> waiting_{0};          // application threads waiting for mu_
+  std::atomic<uint64_t> app_step_ns_{0};  // when an application thread last made progress
+  std::unique_ptr<dpdk::EngineHost> host_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  bool link_was_up_ = false;
+  uint64_t next_link_check_ns_ = 0;
+
+  std::mutex contexts_mu_;  // contexts_ and the maps below
+  std::vector<Context*> contexts_;
+  std::unordered_map<uint32_t, Cq*> cqs_;
+  std::unordered_map<uint32_t, Qp*> qps_;
+};
+
+}  // namespace tita::verbs

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Unmodified rdma-core programs over tita, two processes on a vhost/virtio-user
+(or memif) pair, each started by tita-run; every run must exit 0 and report.
+
+  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check
+
+tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
+           refuses bad settings with one line before the program starts.
+pingpong:  ibv_rc_pingpong 1 B to 1 MiB, with and without completion events (-e),
+           over vhost and over memif.
+perftest:  ib_{send,write,read,atomic}_{bw,lat} with common flags (-s, -n, -D, -q, -a).
+check:     verbs_check (the project's own libibverbs program): every opcode with its
+           bytes compared, atomics under contention, the error cases, in one process
+           (the device's internal loop) and between two.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+BUILD, GROUP, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+TITA_RUN = os.path.join(BUILD, "apps", "tita-run")
+VERBS_CHECK = os.path.join(BUILD, "tests", "verbs", "verbs_check")
+TIMEOUT = 120
+
+failures = []
+port_counter = [18700]
+
+
+def need(binary):
+    if shutil.which(binary) is None:
+        print(f"SKIP: {binary} is not installed (ibverbs-utils, perftest)")
+        sys.exit(77)
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    failures.append(msg)
+
+
+def tita(ip, vdev, extra=()):
+    return [TITA_RUN, "--vdev", vdev, "--ip", ip, "--progress", "adaptive", *extra, "--"]
+
+
+def link(kind, name):
+    """The vdev pair of one case: the server side (created first) and the client side."""
+    sock = os.path.join(WORK, name + ".sock")
+    if os.path.exists(sock):
+        os.unlink(sock)
+    if kind == "vhost":
+        return f"net_vhost0,iface={sock}", f"net_virtio_user0,path={sock}"
+    return (f"net_memif0,role=server,socket={sock},id=0,bsize=8192",
+            f"net_memif0,role=client,socket={sock},id=0,bsize=8192")
+
+
+def pair(name, server_cmd, client_cmd, kind="vhost", env=None):
+    """Runs a server and a client program over a fresh pair; returns their outputs."""
+    srv_vdev, cli_vdev = link(kind, name)
+    e = dict(os.environ, **(env or {}))
+    log_s = open(os.path.join(WORK, name + ".server.log"), "w+")
+    log_c = open(os.path.join(WORK, name + ".client.log"), "w+")
+    s = subprocess.Popen(tita("10.0.0.1", srv_vdev) + server_cmd, stdout=log_s, stderr=subprocess.STDOUT, env=e)
+    time.sleep(1.0)  # the vhost/memif server socket exists
+    c = subprocess.Popen(tita("10.0.0.2", cli_vdev) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
+    rc = {}
+    for who, p in (("client", c), ("server", s)):
+        try:
+            rc[who] = p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc[who] = "timeout"
+    out = {}
+    for who, f in (("server", log_s), ("client", log_c)):
+        f.seek(0)
+        out[who] = f.read()
+        f.close()
+    for who in ("server", "client"):
+        if rc[who] != 0:
+            tail = "\n    ".join(out[who].strip().splitlines()[-8:])
+            fail(f"{name}: {who} exited {rc[who]}:\n    {tail}")
+    return out, rc
+
+
+def result_rows(text):
+    """perftest's result lines: a line of numbers after the '#bytes' header."""
+    rows = []
+    header = False
+    for line in text.splitlines():
+        if line.strip().startswith("#bytes"):
+            header = True
+            continue
+        if header and re.match(r"^\s*\d+\s+\d+\s+[\d.]+", line):
+            rows.append([float(x) for x in line.split()])
+    return rows
+
+
+# ---------------------------------------------------------------- groups
+
+def tools():
+    need("ibv_devinfo")
+    env = dict(os.environ, TITA_LINK_WAIT_MS="0")
+    run = lambda args: subprocess.run(tita("10.0.0.1", "net_ring0") + args, capture_output=True, text=True,
+                                      env=env, timeout=TIMEOUT)
+    r = run(["ibv_devices"])
+    if r.returncode != 0 or not re.search(r"^\s+tita0\s+[0-9a-f]{16}\s*$", r.stdout, re.M):
+        fail(f"ibv_devices: rc {r.returncode}: {r.stdout}{r.stderr}")
+    r = run(["ibv_devinfo", "-v"])
+    want = [r"hca_id:\s+tita0", r"transport:\s+InfiniBand", r"state:\s+PORT_ACTIVE \(4\)",
+            r"link_layer:\s+Ethernet", r"GID\[\s*0\]:\s+::ffff:10\.0\.0\.1, RoCE v2", r"atomic_cap:\s+ATOMIC_HCA",
+            r"max_qp:\s+4096", r"max_sge:\s+4", r"max_qp_rd_atom:\s+128", r"phys_port_cnt:\s+1",
+            r"max_msg_sz:\s+0x80000000", r"active_mtu:\s+4096 \(5\)", r"board_id:\s+tita on DPDK port net_ring0"]
+    if r.returncode != 0:
+        fail(f"ibv_devinfo -v: rc {r.returncode}: {r.stderr}")
+    for w in want:
+        if not re.search(w, r.stdout):
+            fail(f"ibv_devinfo -v lacks /{w}/")
+    r = run(["ibv_devinfo", "-l"])
+    if r.returncode != 0 or "tita0" not in r.stdout:
+        fail(f"ibv_devinfo -l: {r.stdout}{r.stderr}")
+    # Bad settings: one line, exit 2, before the program runs.
+    for args, msg in ((["--vdev", "net_ring0", "--ip", "10.0.0", "--", "true"], "is not an IPv4 address"),
+                      (["--ip", "10.0.0.1", "--", "true"], "no port"),
+                      (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--cc", "reno", "--", "true"],
+                       "is not an algorithm"),
+                      (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--neighbour", "10.0.0.2=ff:00:00:00:00:01",
+                        "--", "true"], "not a unicast MAC")):
+        r = subprocess.run([TITA_RUN] + args, capture_output=True, text=True, timeout=TIMEOUT)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or msg not in lines[0]:
+            fail(f"tita-run {' '.join(args)}: rc {r.returncode}, stderr {r.stderr!r}")
+    # A config file, and its errors naming the file.
+    cfg = os.path.join(WORK, "tita.json")
+    with open(cfg, "w") as f:
+        f.write('{"vdev": "net_ring0", "ip": "10.0.0.7", "link_wait_ms": 0, "neighbours": {"10.0.0.8": '
+                '"02:00:00:00:00:08"}}')
+    r = subprocess.run([TITA_RUN, "--config", cfg, "--", "ibv_devinfo", "-v"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    if r.returncode != 0 or "::ffff:10.0.0.7" not in r.stdout:
+        fail(f"tita-run --config: rc {r.returncode}: {r.stderr}")
+    with open(cfg, "w") as f:
+        f.write('{"vdev": "net_ring0", "ip": "10.0.0.7", "progress": "lazy"}')
+    r = subprocess.run([TITA_RUN, "--config", cfg, "--", "true"], capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 2 or cfg not in r.stderr or "busy or adaptive" not in r.stderr:
+        fail(f"tita-run --config with a bad setting: rc {r.returncode}, {r.stderr!r}")
+
+
+def pingpong():
+    need("ibv_rc_pingpong")
+    cases = [("vhost", ["-s", "1"]), ("vhost", ["-s", "64"]), ("vhost", ["-s", "4096"]),
+             ("vhost", ["-s", "65536", "-n", "300"]), ("vhost", ["-s", "1048576", "-n", "50"]),
+             ("vhost", ["-e"]), ("vhost", ["-e", "-s", "1"]), ("vhost", ["-e", "-s", "1048576", "-n", "50"]),
+             ("memif", ["-s", "4096"]), ("memif", ["-e", "-s", "65536", "-n", "200"])]
+    for i, (kind, opts) in enumerate(cases):
+        port = str(port_counter[0] + i)
+        base = ["ibv_rc_pingpong", "-d", "tita0", "-g", "0", "-p", port] + opts
+        name = f"pingpong-{kind}-{i}"
+        out, rc = pair(name, base, base + ["127.0.0.1"], kind=kind)
+        for who in ("server", "client"):
+            m = re.search(r"(\d+) iters in [\d.]+ seconds = ([\d.]+) usec/iter", out[who])
+            if rc[who] == 0 and m is None:
+                fail(f"{name} {' '.join(opts)}: {who} printed no result")
+            elif m:
+                print(f"{name} {' '.join(opts)}: {who} {m.group(2)} usec/iter")
+
+
+def perftest():
+    need("ib_write_bw")
+    cases = [
+        ["ib_write_bw", "-s", "65536", "-n", "2000"],
+        ["ib_write_bw", "-q", "4", "-s", "4096", "-D", "1"],
+        ["ib_write_bw", "-a", "-n", "100"],
+        ["ib_read_bw", "-s", "65536", "-n", "1000"],
+        ["ib_read_bw", "-q", "2", "-s", "8192", "-D", "1"],
+        ["ib_send_bw", "-s", "4096", "-n", "2000"],
+        ["ib_send_bw", "-q", "4", "-s", "1024", "-D", "1"],
+        ["ib_atomic_bw", "-n", "2000"],
+        ["ib_atomic_bw", "-A", "CMP_AND_SWAP", "-n", "1000"],
+        ["ib_send_lat", "-s", "64", "-n", "1000"],
+        ["ib_write_lat", "-s", "64", "-n", "300"],
+        ["ib_read_lat", "-s", "64", "-n", "1000"],
+        ["ib_atomic_lat", "-n", "1000"],
+        ["ib_send_lat", "-a", "-n", "100"],
+    ]
+    for i, cmd in enumerate(cases):
+        port = str(port_counter[0] + 50 + i)
+        base = cmd + ["-d", "tita0", "-x", "0", "-F", "-p", port]
+        name = f"perftest-{i}-{cmd[0]}"
+        out, rc = pair(name, base, base + ["127.0.0.1"])
+        rows = result_rows(out["client"])
+        if rc["client"] == 0 and not rows:
+            fail(f"{name} {' '.join(cmd)}: no result line")
+        for row in rows:
+            if any(v < 0 for v in row) or row[1] <= 0:
+                fail(f"{name} {' '.join(cmd)}: bad result row {row}")
+        if rows:
+            print(f"{name} {' '.join(cmd)}: {len(rows)} rows, last {row}")
+
+
+def check():
+    env = {"TITA_ARP_TRIES": "2", "TITA_ARP_RETRY_MS": "200"}
+    r = subprocess.run(tita("10.0.0.1", "net_ring0", ["--log", "none"]) +
+                       [VERBS_CHECK, "--loopback", "--unreachable", "10.0.0.250"],
+                       capture_output=True, text=True, env=dict(os.environ, **env), timeout=TIMEOUT)
+    print(r.stdout.strip())
+    if r.returncode != 0:
+        fail(f"verbs_check --loopback: rc {r.returncode}\n{r.stdout}{r.stderr}")
+    port = str(port_counter[0] + 90)
+    out, rc = pair("check-two", [VERBS_CHECK, "--server", "--port", port],
+                   [VERBS_CHECK, "--client", "127.0.0.1", "--port", port])
+    for who in ("server", "client"):
+        print("\n".join(l for l in out[who].splitlines() if l.startswith("verbs_check") or l.startswith("FAIL")))
+
+
+os.makedirs(WORK, exist_ok=True)
+{"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check}[GROUP]()
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("OK")
