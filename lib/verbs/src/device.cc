@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,7 +193,8 @@ int Device::init(std::string* err) {
   std::snprintf(ibv_.dev_name, sizeof ibv_.dev_name, "uverbs-%s", cfg_.device.c_str());
   std::snprintf(ibv_.dev_path, sizeof ibv_.dev_path, "/sys/class/infiniband_verbs/uverbs-%s", cfg_.device.c_str());
   std::snprintf(ibv_.ibdev_path, sizeof ibv_.ibdev_path, "/sys/class/infiniband/%s", cfg_.device.c_str());
-  link_was_up_ = port_.link_up();
+  virtual_port_ = !cfg_.vdev.empty();
+  link_was_up_ = link_up();
   log(Config::Log::kInfo, "%s on DPDK port %s, %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, link %s %u Mb/s, frames up to %u B",
       cfg_.device.c_str(), port_name.c_str(), cfg_.ip.c_str(), mac_[0], mac_[1], mac_[2], mac_[3], mac_[4], mac_[5],
       link_was_up_ ? "up" : "down", port_.link_speed_mbps(), port_.max_frame_bytes());
@@ -216,14 +218,14 @@ int Device::attach(Context* c) {
     if (contexts_.size() > 1) return 0;
   }
   // The first context: the link, the engine and its thread.
-  if (!port_.link_up() && cfg_.link_wait_ms > 0) {
+  if (!link_up() && cfg_.link_wait_ms > 0) {
     log(Config::Log::kInfo, "%s: waiting up to %u ms for the link of %s", cfg_.device.c_str(), cfg_.link_wait_ms,
         port_.name().c_str());
     const uint64_t until = clock_->now_ns() + uint64_t{cfg_.link_wait_ms} * 1'000'000;
-    while (!port_.link_up() && clock_->now_ns() < until) sleep_ns(10'000'000);
+    while (!port_.link_up() && clock_->now_ns() < until) sleep_ns(1'000'000);
     if (!port_.link_up()) log(Config::Log::kError, "%s: the link of %s is down", cfg_.device.c_str(), port_.name().c_str());
   }
-  link_was_up_ = port_.link_up();
+  link_was_up_ = link_up();
   engine::EngineConfig ec;
   std::memcpy(ec.mac, mac_, 6);
   ec.gid = gid();
@@ -274,8 +276,12 @@ void Device::step(bool polling) {
 
 void Device::run() {
   dpdk::register_thread();  // a mempool cache for this thread
+  // Sleeps as short as asked (this thread's timer slack only, not the process's):
+  // a sleeper that wakes preempts a spinning application thread on its core.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   constexpr uint64_t kAppActiveNs = 50'000;  // an application thread polled this recently: leave it the work
   constexpr uint64_t kSpinNs = 50'000;       // adaptive: keep polling this long after the last work
+  constexpr uint64_t kMinSleepNs = 2'000;
   constexpr uint64_t kMaxSleepNs = 200'000;
   uint64_t last_work = 0;
   uint64_t sleep = 0;
@@ -316,7 +322,7 @@ void Device::run() {
       cpu_relax();
       continue;
     }
-    sleep = std::min<uint64_t>(kMaxSleepNs, std::max<uint64_t>(sleep * 2, 10'000));
+    sleep = std::min<uint64_t>(kMaxSleepNs, std::max<uint64_t>(sleep * 2, kMinSleepNs));
     const uint64_t t = clock_->now_ns();
     const uint64_t until_deadline = next > t ? next - t : 0;
     sleep_ns(std::max<uint64_t>(1'000, std::min(sleep, until_deadline)));
@@ -325,7 +331,7 @@ void Device::run() {
 }
 
 void Device::check_link() {
-  const bool up = port_.link_up();
+  const bool up = link_up();
   if (up == link_was_up_) return;
   link_was_up_ = up;
   log(Config::Log::kInfo, "%s: link %s", cfg_.device.c_str(), up ? "up" : "down");
@@ -375,12 +381,13 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     Cq* cq = it->second;
     if (e.kind == engine::EventKind::kCqNotify) {
       if (cq->cq.channel == nullptr) return;
-      pthread_mutex_lock(&cq->cq.mutex);
-      ++cq->comp_events_sent;
-      pthread_mutex_unlock(&cq->cq.mutex);
-      const ibv_cq* p = &cq->cq;
-      const int fd = reinterpret_cast<Channel*>(cq->cq.channel)->write_fd;
-      if (write(fd, &p, sizeof p) != static_cast<ssize_t>(sizeof p)) d->log(Config::Log::kError, "CQ event lost");
+      auto* ch = reinterpret_cast<Channel*>(cq->cq.channel);
+      {
+        std::lock_guard lock(ch->mu);
+        ch->events.push_back(cq);
+      }
+      const char one = 1;
+      if (write(ch->write_fd, &one, 1) != 1) d->log(Config::Log::kError, "CQ event lost (pipe full)");
       return;
     }
     ibv_async_event ae{};

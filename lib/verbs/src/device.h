@@ -68,15 +68,19 @@ struct Mr {
   ibv_mr mr;
 };
 
+// A completion channel: the read end of a pipe is ibv_comp_channel::fd (so
+// poll() on it works); each byte in the pipe stands for one event in `events`.
 struct Channel {
   ibv_comp_channel ch;
   int write_fd = -1;
+  std::mutex mu;
+  std::deque<struct Cq*> events;
 };
 
 struct Cq {
   ibv_cq cq;
   uint32_t id = 0;
-  uint32_t comp_events_sent = 0;   // under cq.mutex; ibv_destroy_cq waits for their acks
+  uint32_t comp_events_sent = 0;   // handed out by ibv_get_cq_event, under cq.mutex; ibv_destroy_cq waits for their acks
   uint32_t async_events_sent = 0;  // handed to the application (ibv_get_async_event), same
 };
 
@@ -128,12 +132,22 @@ class Device {
   // lock. `polling`: an application thread polling its CQ did it; while it
   // keeps doing so the device thread leaves the work to it.
   void step(bool polling);
+  // Whether an application thread polled (and so made progress) in the last few
+  // microseconds: it will again soon.
+  bool app_polling() const {
+    return clock_->now_ns() - app_step_ns_.load(std::memory_order_relaxed) < kAppPollingNs;
+  }
+  static constexpr uint64_t kAppPollingNs = 20'000;
 
   // Facts for the query verbs.
   uint64_t node_guid() const { return guid_; }  // host order
   const uint8_t* mac() const { return mac_; }
   wire::Gid gid() const { return wire::Gid::from_ipv4(cfg_.ipv4); }
-  bool link_up() const { return port_.link_up(); }
+  // The port's state as the device reports it. A vdev's link is a virtual
+  // cable that comes up when the peer process attaches its end (vhost, memif):
+  // the port counts as plugged from the start, and frames wait for the peer,
+  // so a server started first does not find its port down. A NIC's is its link.
+  bool link_up() const { return virtual_port_ || port_.link_up(); }
   uint32_t link_speed_mbps() const { return port_.link_speed_mbps(); }
   uint32_t max_frame_bytes() const { return port_.max_frame_bytes(); }
   const std::string& port_name() const { return port_.name(); }
@@ -162,6 +176,7 @@ class Device {
   dpdk::Port port_;
   uint8_t mac_[6] = {};
   uint64_t guid_ = 0;
+  bool virtual_port_ = false;  // a vdev (cfg_.vdev)
   std::optional<dpdk::TscClock> clock_;  // after EAL has measured the TSC
 
   std::mutex mu_;  // the engine and the port

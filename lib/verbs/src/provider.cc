@@ -200,15 +200,11 @@ int op_poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
   int total = 0;
   Device::Lock lock(*d);
   eng::Engine& e = d->engine();
-  bool stepped = false;
+  // A polling application makes the progress itself (receive, timers, send):
+  // no hand-off to the device thread, which stands aside while this goes on.
+  d->step(true);
   while (total < n) {
-    int got = e.poll_cq(cq->id, std::min(n - total, 64), buf);
-    if (got == 0 && !stepped && total == 0) {
-      // Nothing waiting: make progress here rather than wait for the device thread.
-      d->step(true);
-      stepped = true;
-      got = e.poll_cq(cq->id, std::min(n - total, 64), buf);
-    }
+    const int got = e.poll_cq(cq->id, std::min(n - total, 64), buf);
     if (got < 0) return total > 0 ? total : -1;  // overflowed (IBV_EVENT_CQ_ERR)
     if (got == 0) break;
     for (int i = 0; i < got; ++i) {
@@ -274,7 +270,9 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       break;
     }
   }
-  d->step(false);  // out now, as a doorbell would
+  // A doorbell: out now, unless the application polls its CQ anyway, whose
+  // next step sends what accumulated in one burst.
+  if (!d->app_polling()) d->step(false);
   return rc;
 }
 
@@ -489,6 +487,11 @@ int destroy_cq(Cq* cq, bool wait_events) {
   d->unbind_cq(cq->id);
   forget_events(context_of(cq->cq.context),
                 [cq](const ibv_async_event& e) { return e.event_type == IBV_EVENT_CQ_ERR && e.element.cq == &cq->cq; });
+  if (cq->cq.channel != nullptr) {  // completion events nobody read go with it
+    auto* ch = reinterpret_cast<Channel*>(cq->cq.channel);
+    std::lock_guard lock(ch->mu);
+    ch->events.erase(std::remove(ch->events.begin(), ch->events.end(), cq), ch->events.end());
+  }
   if (wait_events) {
     pthread_mutex_lock(&cq->cq.mutex);
     while (cq->cq.comp_events_completed != cq->comp_events_sent ||
@@ -1106,10 +1109,22 @@ TITA_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** 
     auto f = REAL(ibv_get_cq_event, "IBVERBS_1.1");
     return f ? f(channel, cq, cq_context) : -1;
   }
-  ibv_cq* p = nullptr;
-  if (read(channel->fd, &p, sizeof p) != static_cast<ssize_t>(sizeof p)) return -1;
-  *cq = p;
-  *cq_context = p->cq_context;
+  auto* ch = reinterpret_cast<Channel*>(channel);
+  Cq* c = nullptr;
+  while (c == nullptr) {
+    char one;
+    if (read(channel->fd, &one, 1) != 1) return -1;
+    std::lock_guard lock(ch->mu);
+    if (ch->events.empty()) continue;  // its CQ was destroyed before anyone read it
+    c = ch->events.front();
+    ch->events.pop_front();
+  }
+  // Counted once read, as the kernel counts them: ibv_destroy_cq waits for the acks.
+  pthread_mutex_lock(&c->cq.mutex);
+  ++c->comp_events_sent;
+  pthread_mutex_unlock(&c->cq.mutex);
+  *cq = &c->cq;
+  *cq_context = c->cq.cq_context;
   return 0;
 }
 
@@ -1195,7 +1210,9 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
     rc = d->engine().modify_qp(qp->qpn, a, m, &err);
   }
   if (rc != 0) {
-    d->log(Config::Log::kError, "ibv_modify_qp(QP %#x): %s", qp->qpn, err.c_str());
+    const std::string_view why = std::string_view(err).starts_with("modify_qp: ") ? std::string_view(err).substr(11)
+                                                                                   : std::string_view(err);
+    d->log(Config::Log::kError, "ibv_modify_qp(QP %#x): %.*s", qp->qpn, static_cast<int>(why.size()), why.data());
     return -rc;
   }
   if (mask & IBV_QP_STATE) ibqp->state = attr->qp_state;
