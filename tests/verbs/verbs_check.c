@@ -260,11 +260,20 @@ static int wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
   return got;
 }
 
+/* The data of message `seed`: a block of PATTERN_BLOCK bytes from a linear
+ * congruential generator, repeated. The block's length is prime, so a byte
+ * landing at the wrong offset (a packet placed one MTU off) shows; a peer in
+ * another language (tests/interop/verbs_peer.py) builds it just as cheaply. */
+#define PATTERN_BLOCK 4099u
 static void fill(uint8_t *p, uint32_t len, uint32_t seed) {
+  uint8_t block[PATTERN_BLOCK];
   uint32_t x = seed * 2654435761u + 1;
-  for (uint32_t i = 0; i < len; ++i) {
+  for (uint32_t i = 0; i < PATTERN_BLOCK; ++i) {
     x = x * 1103515245u + 12345u;
-    p[i] = (uint8_t)(x >> 16);
+    block[i] = (uint8_t)(x >> 16);
+  }
+  for (uint32_t off = 0; off < len; off += PATTERN_BLOCK) {
+    memcpy(p + off, block, len - off < PATTERN_BLOCK ? len - off : PATTERN_BLOCK);
   }
 }
 

@@ -257,6 +257,10 @@ void Device::detach(Context* c) {
   }
   stop_ = true;
   if (thread_.joinable()) thread_.join();
+  log(Config::Log::kInfo, "%s: progress: %lu steps by the application, %lu by the device thread (%lu with work), "
+      "%lu sleeps (%.1f ms)", cfg_.device.c_str(), static_cast<unsigned long>(stats_.app_steps.load()),
+      static_cast<unsigned long>(stats_.thread_steps), static_cast<unsigned long>(stats_.thread_busy_steps),
+      static_cast<unsigned long>(stats_.sleeps), static_cast<double>(stats_.slept_ns) / 1e6);
   Lock lock(*this);
   // What the engine still owes the wire leaves before it goes: the ACK of the
   // last message received (a NIC sends it whether or not the process stays),
@@ -271,6 +275,7 @@ const engine::EngineCounters* Device::counters() { return host_ ? &host_->engine
 void Device::step(bool polling) {
   const uint64_t now = clock_->now_ns();
   host_->poll_once(now);
+  stats_.app_steps.fetch_add(1, std::memory_order_relaxed);
   if (polling) app_step_ns_.store(now, std::memory_order_relaxed);
 }
 
@@ -279,8 +284,12 @@ void Device::run() {
   // Sleeps as short as asked (this thread's timer slack only, not the process's):
   // a sleeper that wakes preempts a spinning application thread on its core.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  constexpr uint64_t kAppActiveNs = 50'000;  // an application thread polled this recently: leave it the work
-  constexpr uint64_t kSpinNs = 50'000;       // adaptive: keep polling this long after the last work
+  // An application thread polled this recently: leave it the work. Long, so that
+  // a device thread sharing the poller's core, scheduled while the poller waits
+  // for the core, steps aside at once instead of spinning out its time slice
+  // (ibv_get_cq_event ends this at once: a blocked application polls nothing).
+  constexpr uint64_t kAppActiveNs = 1'000'000;
+  constexpr uint64_t kSpinNs = 1'000'000;    // adaptive: keep polling this long after the last work
   constexpr uint64_t kMinSleepNs = 2'000;
   constexpr uint64_t kMaxSleepNs = 200'000;
   uint64_t last_work = 0;
@@ -296,6 +305,8 @@ void Device::run() {
         const uint32_t rx = host_->poll_once(now);
         next = host_->engine().next_wakeup_ns();
         worked = rx > 0 || next <= clock_->now_ns();
+        ++stats_.thread_steps;
+        stats_.thread_busy_steps += worked;
         if (now >= next_link_check_ns_) {
           next_link_check_ns_ = now + 100'000'000;
           check_link();
@@ -305,6 +316,12 @@ void Device::run() {
     if (worked) {
       last_work = now;
       sleep = 0;
+      continue;
+    }
+    if (waiting_.load(std::memory_order_relaxed) != 0) {
+      // An application thread waits for the lock we just let go: on a shared
+      // core, spinning here would keep it from running until our time slice ends.
+      sched_yield();
       continue;
     }
     if (cfg_.progress == Progress::kBusy) {
@@ -325,7 +342,10 @@ void Device::run() {
     sleep = std::min<uint64_t>(kMaxSleepNs, std::max<uint64_t>(sleep * 2, kMinSleepNs));
     const uint64_t t = clock_->now_ns();
     const uint64_t until_deadline = next > t ? next - t : 0;
-    sleep_ns(std::max<uint64_t>(1'000, std::min(sleep, until_deadline)));
+    const uint64_t ns = std::max<uint64_t>(1'000, std::min(sleep, until_deadline));
+    sleep_ns(ns);
+    ++stats_.sleeps;
+    stats_.slept_ns += ns;
   }
   dpdk::unregister_thread();
 }

@@ -138,6 +138,8 @@ class Device {
     return clock_->now_ns() - app_step_ns_.load(std::memory_order_relaxed) < kAppPollingNs;
   }
   static constexpr uint64_t kAppPollingNs = 20'000;
+  // An application thread is about to block for an event: it polls no more.
+  void app_blocks() { app_step_ns_.store(0, std::memory_order_relaxed); }
 
   // Facts for the query verbs.
   uint64_t node_guid() const { return guid_; }  // host order
@@ -187,6 +189,14 @@ class Device {
   std::atomic<bool> stop_{false};
   bool link_was_up_ = false;
   uint64_t next_link_check_ns_ = 0;
+  // Where progress came from (reported at close with log=info).
+  struct ProgressStats {
+    std::atomic<uint64_t> app_steps{0};
+    uint64_t thread_steps = 0;
+    uint64_t thread_busy_steps = 0;  // that received or had work due
+    uint64_t sleeps = 0;
+    uint64_t slept_ns = 0;
+  } stats_;
 
   std::mutex contexts_mu_;  // contexts_ and the maps below
   std::vector<Context*> contexts_;

@@ -1110,6 +1110,7 @@ TITA_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** 
     return f ? f(channel, cq, cq_context) : -1;
   }
   auto* ch = reinterpret_cast<Channel*>(channel);
+  dev_of(channel->context)->app_blocks();  // the device thread takes over the work now
   Cq* c = nullptr;
   while (c == nullptr) {
     char one;
