@@ -409,7 +409,7 @@ TEST_F(Protocol, SelectiveRepeatKeepsOutOfOrderAndSacksIt) {
   taken = 0;
   post_recv(0, 64, 1);
   post_recv(64, 64, 2);
-  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 1, 8));
+  deliver(from_tita(from_peer(Opcode::kSendOnly, kRqPsn + 1, 8)));
   // Expect: NAK(sequence error) for 500 carrying SACK 501; nothing completes yet.
   auto f = sent();
   ASSERT_EQ(f.size(), 1u);
@@ -419,7 +419,7 @@ TEST_F(Protocol, SelectiveRepeatKeepsOutOfOrderAndSacksIt) {
   EXPECT_EQ(wire::telemetry_sack(f[0].telemetry())->psn.get(), kRqPsn + 1);
   EXPECT_TRUE(completions().empty());
   // The gap fills: both execute, in order.
-  deliver(from_peer(Opcode::kSendOnly, kRqPsn, 8));
+  deliver(from_tita(from_peer(Opcode::kSendOnly, kRqPsn, 8)));
   auto wc = completions();
   ASSERT_EQ(wc.size(), 2u);
   EXPECT_EQ(wc[0].wr_id, 1u);
@@ -451,6 +451,80 @@ TEST_F(Protocol, SelectiveRepeatResendsOnlyTheHoles) {
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].psn(), 101u);
   EXPECT_EQ(f[1].psn(), 103u);
+}
+
+TEST_F(Protocol, SelectiveRepeatIsGoBackNTowardsAPeerThatSpeaksNoTita) {
+  // Configured for selective repeat, but the peer's frames carry no telemetry
+  // trailer (Linux rxe, a RoCE NIC): it would restart go-back-N on every NAK,
+  // so the responder NAKs a gap once and keeps nothing.
+  make(Recovery::kSelectiveRepeat);
+  io.frames.clear();
+  taken = 0;
+  post_recv(0, 64, 1);
+  post_recv(64, 64, 2);
+  post_recv(128, 64, 3);
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 1, 8));
+  deliver(from_peer(Opcode::kSendOnly, kRqPsn + 2, 8));
+  // Expect: one NAK(sequence error) for 500, without a SACK; nothing kept.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x60);
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  EXPECT_EQ(f[0].telemetry() ? wire::telemetry_sack(f[0].telemetry()) : nullptr, nullptr);
+  EXPECT_EQ(eng->qp_counters(qpn)->ooo_buffered, 0u);
+  // The resend from 500 then executes in order.
+  for (uint32_t k = 0; k < 3; ++k) deliver(from_peer(Opcode::kSendOnly, kRqPsn + k, 8));
+  EXPECT_EQ(completions().size(), 3u);
+}
+
+TEST_F(Protocol, ReadTimeoutAsksOnlyForTheMissingResponses) {
+  // A READ of 8 packets whose responses stop after the third: on the timeout
+  // the READ is asked again from the fourth response, not from its start
+  // (Linux rxe ignores a repeated READ starting before what it last served).
+  ASSERT_EQ(post(WrOpcode::kRdmaRead, 0, 8 * 1024), 0);  // PSNs 100..107
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  deliver(from_peer(Opcode::kReadResponseFirst, kSqPsn, 1024));
+  deliver(from_peer(Opcode::kReadResponseMiddle, kSqPsn + 1, 1024));
+  deliver(from_peer(Opcode::kReadResponseMiddle, kSqPsn + 2, 1024));
+  advance(100'000);  // past the 65.5 us RTO
+  f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), static_cast<uint8_t>(Opcode::kReadRequest));
+  EXPECT_EQ(f[0].psn(), kSqPsn + 3);
+  EXPECT_EQ(f[0].reth()->va.get(), 0x7000u + 3 * 1024);
+  EXPECT_EQ(f[0].reth()->dma_len.get(), 5u * 1024);
+}
+
+TEST_F(Protocol, SelectiveRepeatAsksAgainForAReadHoleBeyondTheWindow) {
+  // A 400-packet READ (beyond the 256-PSN selective-repeat window) from a tita
+  // peer; response 300 goes missing: it is asked for as soon as 301 shows the
+  // gap, not at the timeout.
+  make(Recovery::kSelectiveRepeat);
+  io.frames.clear();
+  taken = 0;
+  std::vector<uint8_t> big(400 * 1024);
+  MrInfo bmr;
+  ASSERT_EQ(eng->reg_mr(pd, big.data(), big.size(), kAccessLocalWrite, &bmr), 0);
+  Sge sge{bmr.addr, static_cast<uint32_t>(big.size()), bmr.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaRead;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.rdma.remote_addr = 0x100000;
+  wr.rdma.rkey = 9;
+  ASSERT_EQ(eng->post_send(qpn, &wr, nullptr), 0);
+  eng->poll(now);
+  ASSERT_EQ(sent().size(), 1u);
+  for (uint32_t k = 0; k <= 301; ++k) {
+    if (k == 300) continue;  // lost
+    deliver(from_tita(from_peer(k == 0 ? Opcode::kReadResponseFirst : Opcode::kReadResponseMiddle, kSqPsn + k, 1024)));
+  }
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), static_cast<uint8_t>(Opcode::kReadRequest));
+  EXPECT_EQ(f[0].psn(), kSqPsn + 300);
+  EXPECT_EQ(f[0].reth()->dma_len.get(), 100u * 1024);
 }
 
 // ---------------------------------------------------------------- errors never touch memory

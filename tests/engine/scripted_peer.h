@@ -92,6 +92,15 @@ class ScriptedPeerTest : public testing::Test {
     return buf;
   }
 
+  // The frame as a tita peer sends it: with a COLLECT telemetry trailer (which
+  // is how an engine knows its peer speaks selective repeat).
+  static std::vector<uint8_t> from_tita(std::vector<uint8_t> frame) {
+    const size_t end = frame.size();
+    frame.resize(end + wire::kMaxTelemetryBytes);
+    frame.resize(end + wire::telemetry_write(frame.data() + end, wire::TelemetryHdr::kCollect, 0));
+    return frame;
+  }
+
   void deliver(const std::vector<uint8_t>& frame) {
     eng->receive(now, frame.data(), static_cast<uint32_t>(frame.size()));
     eng->poll(now);

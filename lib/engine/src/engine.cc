@@ -848,6 +848,7 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
     return;
   }
   ++qp->counters.rx_packets;
+  if (pkt.trailer_len != 0 && !qp->peer_tita) [[unlikely]] qp->peer_tita = true;
   const wire::OpcodeInfo& op = *pkt.op;
   if (op.kind == wire::Kind::kCnp) {
     on_cnp(*qp);

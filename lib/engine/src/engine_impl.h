@@ -154,6 +154,10 @@ struct Qp {
   bool mac_pending = false;  // the AV's MAC waits for ARP: nothing is sent until it resolves
   bool loopback = false;     // the peer is this engine: frames loop back internally
   bool comm_est = false;     // kCommEstablished raised
+  // The peer is tita: its frames carry the telemetry trailer. Selective repeat
+  // runs only then (a go-back-N peer, such as Linux rxe or a RoCE NIC, would
+  // restart its go-back-N on every SACK-bearing NAK).
+  bool peer_tita = false;
   uint8_t max_sge = kMaxSge;
   uint8_t mtu_shift = 10;
   uint16_t udp_sport = 0;
@@ -241,7 +245,8 @@ struct Qp {
   // READs and atomics the requester may have outstanding (0 still allows one).
   uint32_t rd_atomic_limit() const { return std::max<uint32_t>(attr.max_rd_atomic, 1); }
   uint32_t mtu() const { return 1u << mtu_shift; }
-  bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat; }
+  // Selective repeat as configured and as the peer speaks it.
+  bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat && peer_tita; }
   uint64_t inflight_bytes() const { return nxt_bytes - una_bytes; }
 };
 

@@ -76,7 +76,9 @@ bool Engine::Impl::can_send_new(const Qp& qp) const {
   const SendWqe& w = qp.sq[qp.sq_next];
   const uint32_t outstanding = psn_distance(qp.snd_nxt, qp.snd_una);
   if (outstanding >= kMaxOutstandingPsns) return false;
-  if (qp.selective() && outstanding >= cfg.sr_window) return false;
+  // The selective-repeat window bounds the request packets the responder may
+  // have to keep; a READ asked again for its missing responses adds none.
+  if (qp.selective() && outstanding >= cfg.sr_window && !(w.started && w.is_read())) return false;
   // A fenced WR waits for every earlier READ and atomic to complete.
   if (w.fence && !w.started && qp.reads_outstanding > 0) return false;
   if (w.needs_response()) return w.started || qp.reads_outstanding < qp.rd_atomic_limit();
@@ -365,7 +367,15 @@ void Engine::Impl::on_timeout(Qp& qp) {
   // since the receiver may have dropped what it kept.
   std::fill(qp.sacked.begin(), qp.sacked.end(), 0);
   std::fill(qp.retx_done.begin(), qp.retx_done.end(), 0);
-  rewind(qp, qp.snd_una);
+  // A READ that got part of its responses is asked again from the first one
+  // missing, not from its start: a responder need not answer a repeated READ
+  // that starts before what it last served (Linux rxe does not).
+  uint32_t from = qp.snd_una;
+  if (const uint32_t i = wqe_index_of(qp, from); i != qp.sq_tail && qp.sq[i].started && qp.sq[i].is_read() &&
+                                                 qp.sq[i].read_pkts > 0 && qp.sq[i].first_psn == from) {
+    from = psn_add(from, qp.sq[i].read_pkts);
+  }
+  rewind(qp, from);
   arm_rto(qp);
   if (qp.path) path_on_timeout(qp);
 }
