@@ -125,10 +125,12 @@ class PathControl : public test::ScriptedPeerTest {
     return out;
   }
 
-  // One WRITE acknowledged: the stall rule waits for the peer to have answered once.
+  // One WRITE acknowledged: the stall rule waits for the peer to have answered
+  // once. The ACK is a tita peer's (it echoes the trailer, with an RTT of 0
+  // that leaves the smoothed RTT unset).
   void warm() {
     ASSERT_EQ(post(WrOpcode::kRdmaWrite, 10, 99), 0);
-    ack(kSqPsn + next_psn++);
+    ack_echo(kSqPsn + next_psn++, now);
     completions();
     sent();
   }

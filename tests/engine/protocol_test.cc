@@ -477,6 +477,45 @@ TEST_F(Protocol, SelectiveRepeatIsGoBackNTowardsAPeerThatSpeaksNoTita) {
   EXPECT_EQ(completions().size(), 3u);
 }
 
+TEST_F(Protocol, RttIsMeasuredHereWhenThePeerEchoesNothing) {
+  // The peer's ACKs carry no trailer (Linux rxe, a RoCE NIC): the RTT comes
+  // from our own probe, the first AckReq packet, timed to its ACK.
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 10), 0);  // PSN 100, the probe
+  ASSERT_EQ(sent().size(), 1u);
+  advance(7'000);
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 10, 2), 0);  // PSN 101: no second probe while one is out
+  advance(1'000);
+  syndrome = wire::aeth::ack();
+  deliver(from_peer(Opcode::kAck, kSqPsn));
+  const QpCounters& q = *eng->qp_counters(qpn);
+  EXPECT_EQ(q.rtt_samples, 1u);
+  EXPECT_NEAR(static_cast<double>(q.last_rtt_ns), 8'000.0, 128.0);
+  deliver(from_peer(Opcode::kAck, kSqPsn + 1));  // 101 was sent while the probe was out
+  EXPECT_EQ(q.rtt_samples, 1u);
+}
+
+TEST_F(Protocol, ARetransmittedProbeGivesNoRttSample) {
+  // Karn's rule: after a resend, an ACK cannot say which copy it answers.
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 2048), 0);  // PSN 100 (the probe), 101
+  ASSERT_EQ(sent().size(), 2u);
+  syndrome = wire::aeth::nak(wire::aeth::kNakPsnSequenceError);
+  deliver(from_peer(Opcode::kAck, kSqPsn));  // 100 lost: both resent
+  ASSERT_EQ(sent().size(), 2u);
+  advance(3'000);
+  syndrome = wire::aeth::ack();
+  deliver(from_peer(Opcode::kAck, kSqPsn + 1));
+  const QpCounters& q = *eng->qp_counters(qpn);
+  EXPECT_EQ(q.rtt_samples, 0u);
+  ASSERT_EQ(completions().size(), 1u);
+  // The next message probes afresh.
+  ASSERT_EQ(post(WrOpcode::kSend, 0, 10, 2), 0);
+  ASSERT_EQ(sent().size(), 1u);
+  advance(2'000);
+  deliver(from_peer(Opcode::kAck, kSqPsn + 2));
+  EXPECT_EQ(q.rtt_samples, 1u);
+  EXPECT_NEAR(static_cast<double>(q.last_rtt_ns), 2'000.0, 128.0);
+}
+
 TEST_F(Protocol, ReadTimeoutAsksOnlyForTheMissingResponses) {
   // A READ of 8 packets whose responses stop after the third: on the timeout
   // the READ is asked again from the fourth response, not from its start

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "pair.h"
+#include "tita/cc/cc.h"
 #include "workload.h"
 
 namespace tita::test {
@@ -114,6 +115,47 @@ TEST(TransferLarge, SixteenMegabyteMessages) {
       Pair p(100'000'000'000, 1'000, 3ull * len + 64, attr, 5);
       p.net.set_faults_both({.loss = loss});
       run_workload(p, msgs, 60'000'000'000);
+    }
+  }
+}
+
+// Every congestion control of tita writing to a peer that speaks no tita
+// extension (Linux rxe, a RoCE NIC): its ACKs echo no telemetry trailer, so
+// no INT and no echoed timestamp reach the sender, and it sends no CNP. Under
+// 1% loss each way, each algorithm must deliver everything intact at a sane
+// rate: the RTT comes from the sender's own probe, INT-based windows hold the
+// path's BDP, none collapses to its floor.
+TEST(TransferWithoutTelemetry, EveryAlgorithmKeepsSendingTowardsAPlainRocePeer) {
+  for (const cc::AlgorithmInfo& algo : cc::algorithms()) {
+    SCOPED_TRACE(std::string(algo.name));
+    for (uint64_t seed : {3, 4, 5}) {
+      QpAttr attr;
+      attr.path_mtu = 1024;
+      attr.recovery = Recovery::kGoBackN;
+      attr.timeout = 8;
+      const uint64_t rate = 25'000'000'000;
+      const uint32_t len = 1u << 20;
+      std::vector<Message> msgs;
+      for (uint64_t i = 0; i < 8; ++i) msgs.push_back({WrOpcode::kRdmaWrite, len, i * len, i * len});
+      Pair p(rate, 2'000, 8ull * len, attr, seed, [](EngineConfig& c, int i) {
+        if (i == 1) c.telemetry = false;  // the plain RoCE peer
+      });
+      std::string err;
+      ASSERT_EQ(p.eng(0).set_cc(p.side[0].qp, algo.name, {}, &err), 0) << err;
+      p.net.set_faults_both({.loss = 0.01});
+      const uint64_t t0 = p.net.now();
+      run_workload(p, msgs, 10'000'000'000);
+      const double secs = static_cast<double>(p.net.now() - t0) * 1e-9;
+      const double goodput = 8.0 * 8 * len / secs;
+      const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+      QpInfo info;
+      p.eng(0).qp_info(p.side[0].qp, &info);
+      // Expect: samples from the probe only (nothing echoed), a tenth of the
+      // line rate at least, and a rate off the floor at the end.
+      EXPECT_GT(q.rtt_samples, 20u);
+      EXPECT_EQ(q.int_records_received, 0u);
+      EXPECT_GT(goodput, 0.1 * static_cast<double>(rate)) << p.describe();
+      EXPECT_GT(info.rate_bps, rate / 20) << "seed " << seed;
     }
   }
 }

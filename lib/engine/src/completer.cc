@@ -119,7 +119,10 @@ struct Completer {
     s.next_seq_bytes = qp.max_bytes;
     s.inflight_bytes = qp.inflight_bytes();
     s.acked_packets = acked_packets;
+    bool sampled = false;
     if (const wire::TelemetryHdr* t = pkt.telemetry(); t != nullptr && t->echo()) {
+      sampled = true;
+      qp.probe_armed = false;  // a probe sent before we knew the peer echoes
       s.rtt_ns = static_cast<uint32_t>(m.now_ns) - t->ts_ns.get();
       s.ce_packets = t->ce_packets;
       s.n_hops = t->hops();
@@ -131,6 +134,14 @@ struct Completer {
         s.hops[i].tx_bytes = h[i].tx_bytes.get();
         s.hops[i].qlen_bytes = h[i].qlen_bytes.get();
       }
+    } else if (qp.probe_armed && psn_before(qp.probe_psn, qp.snd_una)) {
+      // No echo: the ACK of our probe is the sample (it holds the responder's
+      // ACK turnaround, as a NIC's completion timestamps do).
+      s.rtt_ns = static_cast<uint32_t>(std::clamp<uint64_t>(m.now_ns - qp.probe_sent_ns, 1, UINT32_MAX));
+      qp.probe_armed = false;
+      sampled = true;
+    }
+    if (sampled) {
       ++qp.counters.rtt_samples;
       qp.counters.last_rtt_ns = s.rtt_ns;
       qp.counters.int_records_received += s.n_hops;

@@ -186,6 +186,12 @@ struct Qp {
   uint32_t rnr_psn = 0;        // where to resume after the RNR wait
   uint32_t read_retry_psn = 0;  // last READ response PSN re-requested (one retry per gap)
   bool read_retry_armed = false;
+  // RTT measured here, toward a peer that echoes no telemetry (rxe, a RoCE
+  // NIC): one probe at a time, an AckReq packet sent once and answered by an
+  // ACK; a resend of it voids the probe (Karn), so loss never inflates a sample.
+  uint32_t probe_psn = 0;
+  uint64_t probe_sent_ns = 0;
+  bool probe_armed = false;
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
   uint8_t backoff = 0;

@@ -237,6 +237,11 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
   ++qp.counters.tx_data_packets;
   qp.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.counters.retransmitted_packets;
+  if (!qp.peer_tita && f.ack_req && !qp.probe_armed && !retransmission && !w.needs_response()) {
+    qp.probe_armed = true;
+    qp.probe_psn = psn;
+    qp.probe_sent_ns = now_ns;
+  }
   if (qp.path) path_on_send(qp, len);
   qp.flow.on_send(now_ns, len);
   pace(qp, now_ns, cfg, frame_bytes);
@@ -333,6 +338,7 @@ bool Engine::Impl::send_one(Qp& qp) {
 void Engine::Impl::rewind(Qp& qp, uint32_t psn) {
   if (psn_before(psn, qp.snd_una)) psn = qp.snd_una;
   if (psn_after(psn, qp.snd_nxt)) return;
+  if (qp.probe_armed && !psn_before(qp.probe_psn, psn)) qp.probe_armed = false;  // it will be sent again
   qp.sq_next = wqe_index_of(qp, psn);
   qp.snd_nxt = psn;
   qp.nxt_bytes = seq_position(qp, psn);
