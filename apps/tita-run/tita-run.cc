@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
         }
         return s;
       }());
-  std::string vdev, port, ip, eal, config, cc, mac, progress, recovery, log, device, rate;
+  std::string vdev, port, ip, eal, config, cc, mac, progress, recovery, log, device, rate, base_rtt;
   std::vector<std::string> cc_params, neighbours;
   std::vector<std::string> program;
   app.add_option("--vdev", vdev, "DPDK vdev to create, as EAL's --vdev takes it");
@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   app.add_option("--cc-param", cc_params, "name=value for the congestion control (repeatable)");
   app.add_option("--mac", mac, "source MAC (default: the port's)");
   app.add_option("--rate-gbps", rate, "line rate congestion control assumes (default: the port's speed)");
+  app.add_option("--base-rtt-us", base_rtt, "unloaded RTT congestion control starts from (default 10)");
   app.add_option("--progress", progress, "busy (default) or adaptive");
   app.add_option("--recovery", recovery, "gbn (default) or sr");
   app.add_option("--neighbour", neighbours, "static ARP entry IP=MAC (repeatable)");
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   put("TITA_RECOVERY", recovery);
   put("TITA_DEVICE", device);
   put("TITA_LOG", log);
+  put("TITA_BASE_RTT_US", base_rtt);
   auto join = [](const std::vector<std::string>& v, const char* sep) {
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : sep) + x;

@@ -123,7 +123,9 @@ def tools():
     for args, msg in ((["--vdev", "net_ring0", "--ip", "10.0.0", "--", "true"], "is not an IPv4 address"),
                       (["--ip", "10.0.0.1", "--", "true"], "no port"),
                       (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--cc", "reno", "--", "true"],
-                       "is not an algorithm"),
+                       "unknown congestion control 'reno'"),
+                      (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--cc", "hpcc", "--cc-param", "eta=3", "--",
+                        "true"], "hpcc parameter 'eta' = 3 is out of range"),
                       (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--neighbour", "10.0.0.2=ff:00:00:00:00:01",
                         "--", "true"], "not a unicast MAC")):
         r = subprocess.run([TITA_RUN] + args, capture_output=True, text=True, timeout=TIMEOUT)

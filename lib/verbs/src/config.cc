@@ -11,11 +11,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "tita/cc/cc.h"
+
 namespace tita::verbs {
 
 namespace {
-
-constexpr std::string_view kAlgorithms[] = {"none", "dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita"};
 
 int fail(std::string* err, std::string msg) {
   *err = std::move(msg);
@@ -104,6 +104,8 @@ const std::vector<Setting>& settings() {
       {"recovery", "TITA_RECOVERY", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
       {"progress", "TITA_PROGRESS", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
       {"rate_gbps", "TITA_RATE_GBPS", "line rate congestion control assumes (default: the port's speed)"},
+      {"base_rtt_us", "TITA_BASE_RTT_US",
+       "unloaded RTT congestion control starts from (default 10; a slow peer such as rxe in a VM needs more)"},
       {"pace", "TITA_PACE", "pace at the line rate, for ports that take frames faster than a wire"},
       {"max_qps", "TITA_MAX_QPS", "QPs the device holds (default 4096)"},
       {"link_wait_ms", "TITA_LINK_WAIT_MS", "how long opening the device waits for the link (default 30000)"},
@@ -138,15 +140,12 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
   } else if (key == "memory_mb") {
     if (!parse_uint(v, &c->memory_mb, 64, 1 << 20)) return bad("must be 64 to 1048576");
   } else if (key == "cc") {
-    bool known = false;
-    for (auto a : kAlgorithms) known |= a == v;
-    if (!known) return bad("is not an algorithm (none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita)");
+    cc::Params params;
+    std::string why;
+    if (cc::Params::create(v, {}, &params, &why) != 0) return fail(err, what + ": " + why);
     c->cc = v;
   } else if (key == "cc_params") {
-    c->cc_params = split(v, ' ');
-    for (const auto& p : c->cc_params) {
-      if (p.find('=') == std::string::npos) return fail(err, what + ": '" + p + "' is not name=value");
-    }
+    c->cc_params = split(v, ' ');  // checked against the algorithm by check()
   } else if (key == "recovery") {
     if (v == "gbn") {
       c->selective_repeat = false;
@@ -171,6 +170,8 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
       return bad("must be a rate in Gb/s, 0.001 to 3200");
     }
     c->rate_gbps = d;
+  } else if (key == "base_rtt_us") {
+    if (!parse_uint(v, &c->base_rtt_us, 1, 1'000'000)) return bad("must be 1 to 1000000 (microseconds)");
   } else if (key == "pace") {
     if (!parse_bool(v, &c->pace)) return bad("must be true or false");
   } else if (key == "max_qps") {
@@ -269,6 +270,15 @@ int check(const Config& c, std::string* err) {
   if (c.vdev.empty() == c.port.empty()) {
     return fail(err, c.vdev.empty() ? "no port: set vdev or port (TITA_VDEV / TITA_PORT, tita-run --vdev / --port)"
                                     : "vdev and port are both set: name one DPDK port");
+  }
+  // The algorithm's parameters, by the congestion control's own table.
+  cc::Params params;
+  if (int rc = cc::Params::create(c.cc, {}, &params, err); rc != 0) return rc;
+  for (const std::string& a : c.cc_params) {
+    if (int rc = params.set(a, err); rc != 0) {
+      *err = "cc_params: " + *err;
+      return rc;
+    }
   }
   return 0;
 }

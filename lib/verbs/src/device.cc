@@ -107,6 +107,8 @@ void Device::shutdown() {
   g_device = nullptr;
   d->stop_ = true;
   if (d->thread_.joinable()) d->thread_.join();
+  if (d->cfg_.log >= Config::Log::kInfo)
+    for (const auto& [qpn, qp] : d->qps_) d->report_qp(qpn);
   d->host_.reset();
   // Closing a port may write to a peer that is gone (virtio-user to a vhost
   // process that exited first): the SIGPIPE that would kill the application
@@ -233,6 +235,7 @@ int Device::attach(Context* c) {
   ec.line_rate_bps = cfg_.rate_gbps > 0 ? static_cast<uint64_t>(cfg_.rate_gbps * 1e9)
                      : speed > 0       ? uint64_t{speed} * 1'000'000
                                        : 100'000'000'000;
+  ec.base_rtt_ns = cfg_.base_rtt_us * 1000;
   ec.pace_line_rate = cfg_.pace;
   ec.max_frame_bytes = port_.max_frame_bytes();
   ec.max_qps = cfg_.max_qps;
@@ -380,6 +383,20 @@ void Device::bind_qp(uint32_t qpn, Qp* qp) {
 void Device::unbind_qp(uint32_t qpn) {
   std::lock_guard lock(contexts_mu_);
   qps_.erase(qpn);
+}
+
+void Device::report_qp(uint32_t qpn) {
+  const engine::QpCounters* k = host_ ? host_->engine().qp_counters(qpn) : nullptr;
+  if (k == nullptr || k->tx_packets + k->rx_packets == 0) return;
+  auto ul = [](uint64_t v) { return static_cast<unsigned long>(v); };
+  log(Config::Log::kInfo,
+      "QP 0x%06x: sent %lu packets (%lu retransmitted, %lu timeouts, %lu NAK-seq received), received %lu "
+      "(%lu duplicates, %lu out of order, %lu NAK-seq sent), %lu RNR NAKs received, %lu CNPs received, "
+      "%lu RTT samples (last %.1f us), %lu INT records",
+      qpn, ul(k->tx_packets), ul(k->retransmitted_packets), ul(k->timeouts), ul(k->nak_seq_received),
+      ul(k->rx_packets), ul(k->duplicates_received), ul(k->out_of_order_received), ul(k->nak_seq_sent),
+      ul(k->rnr_nak_received), ul(k->cnps_received), ul(k->rtt_samples), static_cast<double>(k->last_rtt_ns) / 1e3,
+      ul(k->int_records_received));
 }
 
 void Device::post_async(Context* c, const ibv_async_event& e) {

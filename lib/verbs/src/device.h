@@ -163,6 +163,10 @@ class Device {
   void bind_qp(uint32_t qpn, Qp* qp);
   void unbind_qp(uint32_t qpn);
   void post_async(Context* c, const ibv_async_event& e);
+  // At log=info, one line of the QP's counters (retransmissions, NAKs, RTT
+  // samples, ...). Called under the device lock when a QP goes, and for the
+  // QPs still open when the process exits.
+  void report_qp(uint32_t qpn);
 
   void log(Config::Log level, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -454,6 +454,7 @@ int destroy_qp(Qp* qp, bool wait_events) {
   Device* d = dev_of(qp->qp.context);
   {
     Device::Lock lock(*d);
+    d->report_qp(qp->qpn);
     if (int rc = d->engine().destroy_qp(qp->qpn); rc != 0) return -rc;
   }
   d->unbind_qp(qp->qpn);

@@ -38,6 +38,7 @@ struct Config {
   bool selective_repeat = false;  // recovery: "gbn" (false) or "sr"
   Progress progress = Progress::kBusy;
   double rate_gbps = 0;           // the line rate congestion control assumes; 0: the port's speed
+  uint64_t base_rtt_us = 10;      // the unloaded RTT congestion control starts from
   bool pace = false;              // pace at the line rate (ports that take frames faster than a wire)
   uint32_t max_qps = 4096;
   // How long the first ibv_open_device waits for the link to come up. A virtual
