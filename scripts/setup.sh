@@ -15,7 +15,11 @@ packages=(
   # DPDK tools (dpdk-testpmd, dpdk-telemetry.py) and namespaces for AF_XDP tests
   dpdk dpdk-dev iproute2 libxdp1 libbpf1
   # the verbs layer: libibverbs' headers, and rdma-core's own programs run over tita
-  libibverbs-dev ibverbs-utils perftest
+  libibverbs-dev ibverbs-utils perftest python3-pyverbs
+  # pkg-config --static libtita: DPDK's static dependencies end in -lsystemd
+  libsystemd-dev
+  # Linux Soft-RoCE as a peer: a qemu VM built from Debian's packages (scripts/rxe-vm)
+  qemu-system-x86 debootstrap e2fsprogs
   # interop checks and plots
   tshark python3-scapy python3-matplotlib python3-numpy
   # measurement
