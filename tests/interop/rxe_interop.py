@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""tita against Linux Soft-RoCE (rdma_rxe in a qemu VM with Debian's kernel),
+unmodified programs on both sides: tita's through tita-run, the VM's native.
+
+  rxe_interop.py BUILD_DIR WORK_DIR [GROUP ...]
+      GROUP: pingpong perftest data loss cc (default: all)
+
+pingpong  ibv_rc_pingpong 64 B to 1 MiB, tita client / rxe server and the reverse
+perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, both ways
+data      the data-checking peers: verbs_check (C, over tita) against verbs_peer.py
+          (pyverbs, in the VM), each role on each side: every opcode's bytes
+          compared at both ends, atomics under contention
+loss      the data checks again with 1% and 3% loss each way (netem in the VM,
+          egress and, through an ifb, ingress): complete, intact, no retry
+          exhaustion
+cc        every congestion control of tita writing to rxe, which echoes no tita
+          telemetry and drops CNPs: each must finish at a sane rate, none stall
+
+Exits 77 (skipped, with the reason) only where the VM cannot run: not root, or
+qemu/debootstrap missing. Figures go to WORK_DIR/results.json.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rxe_vm  # noqa: E402
+
+BUILD, WORK = sys.argv[1], sys.argv[2]
+GROUPS = sys.argv[3:] or ["pingpong", "perftest", "data", "loss", "cc"]
+TITA_RUN = os.path.join(BUILD, "apps", "tita-run")
+VERBS_CHECK = os.path.join(BUILD, "tests", "verbs", "verbs_check")
+TITA_IP, VM_IP = "10.0.0.1", "10.0.0.2"
+VDEV = "net_af_packet0,iface=tap0,qdisc_bypass=0,framecnt=4096"
+HOST_FROM_VM = "10.0.2.2"  # the namespace's loopback, seen from the VM
+
+failures = []
+results = {}
+
+
+def fail(msg):
+    print("FAIL:", msg, flush=True)
+    failures.append(msg)
+
+
+def tita(argv, extra=()):
+    return [TITA_RUN, "--vdev", VDEV, "--ip", TITA_IP, "--progress", "adaptive", *extra, "--", *argv]
+
+
+def host(argv, timeout=180, extra=()):
+    try:
+        r = subprocess.run(tita(argv, extra), capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired as e:
+        return "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else str(e.stdout)
+
+
+def vm_server_tita_client(vm, name, vm_argv, tita_argv, settle=3, timeout=180, extra=()):
+    """The VM's program listens; tita's connects to it through the forwarded port."""
+    pid = vm.spawn(vm_argv)
+    time.sleep(settle)
+    rc, out = host(tita_argv, timeout, extra)
+    v = vm.wait(pid, timeout)
+    ok = rc == 0 and v["rc"] == 0
+    if not ok:
+        fail(f"{name}: tita rc {rc}, rxe rc {v['rc']}\n  tita: {tail(out)}\n  rxe: {tail(v['out'])}")
+    return ok, out, v["out"]
+
+
+def tita_server_vm_client(vm, name, tita_argv, vm_argv, settle=3, timeout=180, extra=()):
+    """tita's program listens in the namespace; the VM's connects to 10.0.2.2
+    (on a port qemu does not forward, rxe_vm.TITA_SIDE above the VM's)."""
+    p = subprocess.Popen(tita(tita_argv, extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(settle)
+    v = vm.run(vm_argv, timeout)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+        rc = "timeout"
+    ok = rc == 0 and v["rc"] == 0
+    if not ok:
+        fail(f"{name}: tita rc {rc}, rxe rc {v['rc']}\n  tita: {tail(out)}\n  rxe: {tail(v['out'])}")
+    return ok, out, v["out"]
+
+
+def tail(text, n=6):
+    return "\n    ".join((text or "").strip().splitlines()[-n:])
+
+
+def bw_of(text):
+    """perftest's BW average column (the 4th number of its last result row)."""
+    rows = [l.split() for l in text.splitlines() if re.match(r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+", l)]
+    return float(rows[-1][3]) if rows else None
+
+
+# ---------------------------------------------------------------- groups
+
+def pingpong(vm):
+    port = 18500
+    for size, iters in ((64, 500), (4096, 300), (65536, 100), (1048576, 20)):
+        opts = ["-s", str(size), "-n", str(iters)]
+        for direction in ("tita->rxe", "rxe->tita"):
+            port += 1
+            p = ["-p", str(port if direction == "tita->rxe" else port + rxe_vm.TITA_SIDE)]
+            name = f"ibv_rc_pingpong {size} B, {direction}"
+            if direction == "tita->rxe":
+                ok, out, vout = vm_server_tita_client(vm, name, ["ibv_rc_pingpong", "-d", "rxe0", "-g", "1", *opts, *p],
+                                                      ["ibv_rc_pingpong", "-d", "tita0", "-g", "0", *opts, *p,
+                                                       "127.0.0.1"])
+            else:
+                ok, out, vout = tita_server_vm_client(vm, name, ["ibv_rc_pingpong", "-d", "tita0", "-g", "0", *opts, *p],
+                                                      ["ibv_rc_pingpong", "-d", "rxe0", "-g", "1", *opts, *p,
+                                                       HOST_FROM_VM])
+            m = re.search(r"= ([\d.]+) usec/iter", out)
+            if ok and m is None:
+                fail(f"{name}: no result line")
+            elif m:
+                results[name] = f"{m.group(1)} usec/iter"
+                print(f"{name}: {m.group(1)} usec/iter", flush=True)
+
+
+def perftest(vm):
+    port = 18510
+    tests = [("ib_write_bw", ["-s", "65536", "-n", "300"]), ("ib_read_bw", ["-s", "65536", "-n", "300"]),
+             ("ib_send_bw", ["-s", "4096", "-n", "1000"]), ("ib_atomic_bw", ["-n", "1000"])]
+    for prog, opts in tests:
+        for direction in ("tita->rxe", "rxe->tita"):
+            port += 1
+            common = [*opts, "-F", "-p", str(port if direction == "tita->rxe" else port + rxe_vm.TITA_SIDE)]
+            name = f"{prog} {' '.join(opts)}, {direction} (client->server)"
+            if direction == "tita->rxe":
+                ok, out, vout = vm_server_tita_client(vm, name, [prog, "-d", "rxe0", "-x", "1", *common],
+                                                      [prog, "-d", "tita0", "-x", "0", *common, "127.0.0.1"])
+                report = out
+            else:
+                ok, out, vout = tita_server_vm_client(vm, name, [prog, "-d", "tita0", "-x", "0", *common],
+                                                      [prog, "-d", "rxe0", "-x", "1", *common, HOST_FROM_VM])
+                report = vout
+            bw = bw_of(report)
+            if ok and not bw:
+                fail(f"{name}: no bandwidth reported")
+            elif bw:
+                results[name] = f"{bw} MB/s"
+                print(f"{name}: {bw} MB/s", flush=True)
+
+
+def data(vm, tag="", sizes_max=1 << 20, timeout=300, port=18540, extra=()):
+    """Both pairings; returns tita's output (both runs) for its counters."""
+    peer = ["python3", "/usr/local/bin/verbs_peer.py", "--device", "rxe0", "--gid", "1", "--sizes-max", str(sizes_max)]
+    check = [VERBS_CHECK, "--device", "tita0", "--sizes-max", str(sizes_max)]
+    vm_port, tita_port = ["--port", str(port)], ["--port", str(port + rxe_vm.TITA_SIDE)]
+    outs = []
+    for name, run in ((f"data{tag}: tita (verbs_check) client -> rxe (pyverbs) server",
+                       lambda n: vm_server_tita_client(vm, n, peer + vm_port + ["--server"],
+                                                       check + vm_port + ["--client", "127.0.0.1"],
+                                                       settle=4, timeout=timeout, extra=extra)),
+                      (f"data{tag}: rxe (pyverbs) client -> tita (verbs_check) server",
+                       lambda n: tita_server_vm_client(vm, n, check + tita_port + ["--server"],
+                                                       peer + tita_port + ["--client", HOST_FROM_VM],
+                                                       settle=3, timeout=timeout, extra=extra))):
+        ok, out, vout = run(name)
+        outs.append(out)
+        for line in (out + vout).splitlines():
+            if line.startswith("verbs_") or line.startswith("FAIL"):
+                print(f"  {line}")
+    return "\n".join(outs)
+
+
+def qp_totals(text):
+    """Sums the per-QP counters tita logs at --log info when a QP is destroyed."""
+    keys = ("retransmitted", "timeouts", "duplicates", "RTT samples", "INT records", "CNPs received")
+    tot = dict.fromkeys(keys, 0)
+    for line in text.splitlines():
+        if "QP 0x" not in line:
+            continue
+        for k in keys:
+            m = re.search(r"(\d+) " + k, line)
+            if m:
+                tot[k] += int(m.group(1))
+    return tot
+
+
+def netem(vm, loss_pct):
+    nic = vm.run(["cat", "/run/tita-data-nic"])["out"].strip()
+    script = (f"tc qdisc del dev {nic} root 2>/dev/null; tc qdisc del dev {nic} ingress 2>/dev/null; "
+              f"ip link del tita-ifb 2>/dev/null; ")
+    if loss_pct > 0:
+        script += (f"tc qdisc add dev {nic} root netem loss {loss_pct}% && "
+                   f"modprobe ifb numifbs=0 && ip link add tita-ifb type ifb && ip link set tita-ifb up && "
+                   f"tc qdisc add dev {nic} handle ffff: ingress && "
+                   f"tc filter add dev {nic} parent ffff: matchall action mirred egress redirect dev tita-ifb && "
+                   f"tc qdisc add dev tita-ifb root netem loss {loss_pct}%")
+    r = vm.sh(script)
+    if loss_pct > 0 and r["rc"] != 0:
+        raise RuntimeError(f"netem in the VM failed: {r['out']}")
+
+
+def netem_drops(vm):
+    nic = vm.run(["cat", "/run/tita-data-nic"])["out"].strip()
+    out = vm.sh(f"tc -s qdisc show dev {nic} root; tc -s qdisc show dev tita-ifb root")["out"]
+    return [int(n) for n in re.findall(r"dropped (\d+)", out)]
+
+
+def loss(vm):
+    for pct in (1, 3):
+        netem(vm, pct)
+        t0 = time.time()
+        out = data(vm, tag=f" {pct}% loss each way", sizes_max=262144, timeout=600, port=18540 + pct,
+                   extra=("--log", "info"))
+        drops, tot = netem_drops(vm), qp_totals(out)
+        print(f"  netem dropped {drops} (egress, ingress); tita: {tot}", flush=True)
+        if len(drops) != 2 or min(drops) == 0:
+            fail(f"{pct}% loss: netem dropped {drops}: the loss was not applied both ways")
+        if tot["retransmitted"] == 0:
+            fail(f"{pct}% loss: tita retransmitted nothing")
+        results[f"data under {pct}% loss each way"] = (f"{time.time() - t0:.0f} s, netem dropped {sum(drops)}, "
+                                                        f"tita retransmitted {tot['retransmitted']} packets "
+                                                        f"({tot['timeouts']} timeouts)")
+    netem(vm, 0)
+
+
+def cc(vm):
+    port = 18520
+    for algo in ("none", "dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita"):
+        port += 1
+        common = ["-s", "65536", "-n", "300", "-F", "-p", str(port)]
+        name = f"cc {algo}: ib_write_bw tita -> rxe"
+        ok, out, vout = vm_server_tita_client(vm, name, ["ib_write_bw", "-d", "rxe0", "-x", "1", *common],
+                                              ["ib_write_bw", "-d", "tita0", "-x", "0", *common, "127.0.0.1"],
+                                              extra=("--cc", algo, "--rate-gbps", "10", "--base-rtt-us", "1000",
+                                                     "--log", "info"), timeout=240)
+        m = re.search(r"sent (\d+) packets \((\d+) retransmitted.*?(\d+) RTT samples", out)
+        sent, retx, samples = (int(g) for g in m.groups()) if m else (0, 0, 0)
+        bw = bw_of(out)
+        if ok and not bw:
+            fail(f"{name}: no bandwidth reported")
+        elif bw is not None:
+            results[name] = f"{bw} MB/s, {retx} of {sent} packets retransmitted, {samples} RTT samples"
+            print(f"{name}: {results[name]}", flush=True)
+            if bw < 1.0:
+                fail(f"{name}: {bw} MB/s: the algorithm starved without tita's feedback")
+
+
+def main():
+    why = rxe_vm.qemu_missing()
+    if why:
+        print(f"SKIP: the Soft-RoCE VM cannot run here: {why}")
+        return 77
+    os.makedirs(WORK, exist_ok=True)
+    with open(os.path.join(WORK, "build-image.log"), "w") as log:
+        t0 = time.time()
+        image = rxe_vm.build_image(log)
+    print(f"VM image: {image} ({time.time() - t0:.0f} s)", flush=True)
+    ns = rxe_vm.Namespace("tita-rxe")
+    vm = None
+    try:
+        ns.enter()
+        t0 = time.time()
+        vm = rxe_vm.Vm(ns, image, WORK, vm_ip=VM_IP + "/24")
+        vm.wait_ready()
+        print(f"VM up in {time.time() - t0:.0f} s: " + vm.run(["rdma", "link"])["out"].strip(), flush=True)
+        for g in GROUPS:
+            t0 = time.time()
+            print(f"== {g}", flush=True)
+            {"pingpong": pingpong, "perftest": perftest, "data": data, "loss": loss, "cc": cc}[g](vm)
+            results[f"group {g} seconds"] = round(time.time() - t0)
+    finally:
+        if vm is not None:
+            vm.close()
+        ns.close()
+    with open(os.path.join(WORK, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
