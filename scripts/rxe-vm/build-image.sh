@@ -9,7 +9,8 @@
 #                                               vmlinuz, initrd.img, root.img
 #
 # The cache (default /var/cache/tita/rxe-vm, or $TITA_CACHE/rxe-vm) is keyed by
-# the hash of this script, init.sh and agent.py: change them and it rebuilds.
+# the hash of this script, init.sh, agent.py and tests/interop/verbs_peer.py:
+# change one and it rebuilds.
 # Needs root (debootstrap) and Debian's mirror (the one apt on this machine uses).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
