@@ -180,9 +180,7 @@ class Perf {
     cfg.pace_line_rate = o_.pace;
     cfg.base_rtt_ns = static_cast<uint64_t>(o_.base_rtt_us * 1e3);
     cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
-    cfg.path.field = o_.dodge == "udp_sport" ? wire::DodgeField::kUdpSport
-                     : o_.dodge == "dscp"    ? wire::DodgeField::kDscp
-                                             : wire::DodgeField::kNone;
+    wire::parse_dodge_field(o_.dodge, &cfg.path.field);  // checked by the option
     if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
     host_ = std::make_unique<dpdk::EngineHost>(
         port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});
@@ -738,7 +736,10 @@ int main(int argc, char** argv) {
   app.add_option("--dscp", o.dscp, "DSCP of data packets")->check(CLI::Range(0, 63));
   app.add_option("--ack-every", o.ack_req_every, "ask for an ACK every N packets")->check(CLI::Range(1u, 1024u));
   app.add_option("--dodge", o.dodge, "Hash Dodging: none, udp_sport or dscp (the field a QP changes to leave a failed path)")
-      ->check(CLI::IsMember({"none", "udp_sport", "dscp"}));
+      ->check([](const std::string& v) {
+        wire::DodgeField f;
+        return wire::parse_dodge_field(v, &f) ? std::string() : "not " + std::string(wire::kDodgeFieldNames);
+      });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -384,16 +384,10 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
       if (!d.only({"field", "mask", "stride"})) return -EINVAL;
       std::string field = "none";
       d.str("field", &field);
-      if (field == "none") {
-        sw.ecmp.dodge_field = fabric::DodgeField::kNone;
-      } else if (field == "dscp") {
-        sw.ecmp.dodge_field = fabric::DodgeField::kDscp;
-        sw.ecmp.dodge_mask = 0x07;
-      } else if (field == "udp_sport") {
-        sw.ecmp.dodge_field = fabric::DodgeField::kUdpSport;
-        sw.ecmp.dodge_mask = 0x000f;
+      if (wire::parse_dodge_field(field, &sw.ecmp.dodge_field)) {
+        sw.ecmp.dodge_mask = wire::dodge_default_mask(sw.ecmp.dodge_field);
       } else if (d.ok()) {
-        d.fail("field", "'" + field + "' is not none, dscp or udp_sport");
+        d.fail("field", "'" + field + "' is not " + std::string(wire::kDodgeFieldNames));
       }
       if (d.ok() && d.has("mask") && parse_mask(d.at("mask"), &sw.ecmp.dodge_mask) != 0) {
         d.fail("mask", "must be a 16-bit mask (15 or \"0x000f\")");

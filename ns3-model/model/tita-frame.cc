@@ -169,38 +169,10 @@ TitaPacket::Make(const uint8_t* hdr, uint32_t hdrLen, uint32_t payloadBytes, con
     return p;
 }
 
-namespace
-{
-
-/// Where the IP datagram of an Ethernet frame ends; 0 if it is not IP.
-uint32_t
-DatagramEnd(const uint8_t* f, uint32_t len)
-{
-    namespace w = ::tita::wire;
-    uint32_t l3 = sizeof(w::EthHdr);
-    uint16_t type = len >= 14 ? static_cast<uint16_t>(f[12] << 8 | f[13]) : 0;
-    if (type == w::kEtherTypeVlan && len >= 18)
-    {
-        l3 += sizeof(w::VlanTag);
-        type = static_cast<uint16_t>(f[16] << 8 | f[17]);
-    }
-    if (type == w::kEtherTypeIpv4 && len >= l3 + 4)
-    {
-        return l3 + (static_cast<uint32_t>(f[l3 + 2]) << 8 | f[l3 + 3]);
-    }
-    if (type == w::kEtherTypeIpv6 && len >= l3 + 6)
-    {
-        return l3 + sizeof(w::Ipv6Hdr) + (static_cast<uint32_t>(f[l3 + 4]) << 8 | f[l3 + 5]);
-    }
-    return 0;
-}
-
-} // namespace
-
 TitaPacketPtr
 TitaPacket::MakeControl(const uint8_t* frame, uint32_t len)
 {
-    const uint32_t end = DatagramEnd(frame, len);
+    const uint32_t end = ::tita::wire::datagram_end(frame, len);
     if (end > 0 && end < len && end <= kHeadBytes && len - end <= kTailBytes)
     {
         return Make(frame, end, 0, frame + end, len - end);
@@ -256,16 +228,8 @@ TitaPacket::ToPacket() const
 uint16_t
 TitaPacket::Ethertype() const
 {
-    if (m_headLen < 14)
-    {
-        return 0;
-    }
-    uint16_t type = static_cast<uint16_t>(m_head[12] << 8 | m_head[13]);
-    if (type == ::tita::wire::kEtherTypeVlan && m_headLen >= 18)
-    {
-        type = static_cast<uint16_t>(m_head[16] << 8 | m_head[17]);
-    }
-    return type;
+    ::tita::wire::EthernetView e;
+    return ::tita::wire::parse_ethernet(m_head, m_headLen, &e) ? e.ethertype : 0;
 }
 
 // ---------------------------------------------------------------- TitaFrame
@@ -333,7 +297,7 @@ TitaPacket::FromBytes(const uint8_t* frame, uint32_t len)
     }
     if (e == ::tita::wire::ParseError::kOk && pkt.payload_len == 0)
     {
-        const uint32_t end = DatagramEnd(frame, len);
+        const uint32_t end = ::tita::wire::datagram_end(frame, len);
         if (end > 0 && end < len && end <= kHeadBytes && len - end <= kTailBytes)
         {
             return Make(frame, end, 0, frame + end, len - end);
@@ -383,16 +347,8 @@ TitaFrame::PeekEthertype(const Ptr<const Packet>& p)
 {
     uint8_t b[18];
     const uint32_t n = p->CopyData(b, sizeof(b));
-    if (n < 14)
-    {
-        return 0;
-    }
-    uint16_t type = static_cast<uint16_t>(b[12] << 8 | b[13]);
-    if (type == ::tita::wire::kEtherTypeVlan && n >= 18)
-    {
-        type = static_cast<uint16_t>(b[16] << 8 | b[17]);
-    }
-    return type;
+    ::tita::wire::EthernetView e;
+    return ::tita::wire::parse_ethernet(b, n, &e) ? e.ethertype : 0;
 }
 
 } // namespace ns3

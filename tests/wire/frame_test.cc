@@ -102,7 +102,9 @@ TEST(Frame, EveryOpcodeRoundTripsIpv4Ipv6AndVlan) {
           EXPECT_EQ(p.psn(), 0xfffffeu);
           EXPECT_TRUE(p.bth().ack_requested());
           ASSERT_EQ(p.payload_len, n);
-          if (n > 0) EXPECT_EQ(0, std::memcmp(p.payload(), payload.data(), n));
+          if (n > 0) {
+            EXPECT_EQ(0, std::memcmp(p.payload(), payload.data(), n));
+          }
           EXPECT_EQ(p.pad, pad_bytes(n));
           EXPECT_EQ(p.reth() != nullptr, info.has(kHasReth));
           if (const Reth* r = p.reth()) {
@@ -116,13 +118,17 @@ TEST(Frame, EveryOpcodeRoundTripsIpv4Ipv6AndVlan) {
             EXPECT_EQ(a->msn.get(), f.msn);
           }
           EXPECT_EQ(p.imm() != nullptr, info.has(kHasImm));
-          if (const ImmDt* i = p.imm()) EXPECT_EQ(i->imm.get(), f.imm);
+          if (const ImmDt* i = p.imm()) {
+            EXPECT_EQ(i->imm.get(), f.imm);
+          }
           if (const AtomicEth* a = p.atomic_eth()) {
             EXPECT_EQ(a->va.get(), f.va);
             EXPECT_EQ(a->swap_add.get(), f.swap_add);
             EXPECT_EQ(a->compare.get(), f.compare);
           }
-          if (const AtomicAckEth* a = p.atomic_ack()) EXPECT_EQ(a->orig.get(), f.orig);
+          if (const AtomicAckEth* a = p.atomic_ack()) {
+            EXPECT_EQ(a->orig.get(), f.orig);
+          }
           // Headers, payload, pad and ICRC add up to the frame.
           EXPECT_EQ(p.payload_offset + n + p.pad + kIcrcBytes, frame.size());
         }
@@ -350,6 +356,26 @@ TEST(Icrc, EcnMarkingAndBecnLeaveItValid) {
   ASSERT_EQ(parse(frame.data(), static_cast<uint32_t>(frame.size()), &p), ParseError::kOk);
   EXPECT_EQ(p.ecn, kEcnCe);
   EXPECT_TRUE(p.bth().becn());
+}
+
+TEST(Frame, EthernetWalkAndDatagramEndFromTheHeadersAlone) {
+  FrameFields f = fields(Opcode::kWriteOnly);
+  f.vlan = true;
+  f.pcp = 5;
+  auto frame = build(f, payload_bytes(1000));
+  const auto len = static_cast<uint32_t>(frame.size());
+  EthernetView e;
+  ASSERT_TRUE(parse_ethernet(frame.data(), len, &e));
+  EXPECT_EQ(e.ethertype, kEtherTypeIpv4);
+  EXPECT_EQ(e.l3_offset, 18);
+  EXPECT_TRUE(e.vlan);
+  EXPECT_EQ(e.pcp, 5);
+  EXPECT_FALSE(parse_ethernet(frame.data(), 16, &e));  // ends inside the tag
+  // The datagram is the whole frame here; only the headers need be at hand.
+  EXPECT_EQ(datagram_end(frame.data(), len), len);
+  EXPECT_EQ(datagram_end(frame.data(), 64, len), len);
+  EXPECT_EQ(datagram_end(frame.data(), 64, len - 1), 0u);  // would end past the frame
+  EXPECT_EQ(datagram_end(frame.data(), 20, len), 0u);       // no IP length at hand
 }
 
 // ---- Telemetry trailer ----

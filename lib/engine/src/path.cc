@@ -70,14 +70,6 @@ namespace {
 constexpr uint8_t kMaxStallDoublings = 4;
 constexpr uint8_t kMaxPatience = 6;
 
-uint16_t default_mask(wire::DodgeField f) {
-  switch (f) {
-    case wire::DodgeField::kUdpSport: return 0x000f;
-    case wire::DodgeField::kDscp: return 0x07;
-    case wire::DodgeField::kNone: break;
-  }
-  return 0;
-}
 
 uint16_t field_value(const Qp& qp, wire::DodgeField f) {
   return f == wire::DodgeField::kDscp ? static_cast<uint16_t>(qp.attr.ah_attr.traffic_class >> 2) : qp.udp_sport;
@@ -108,7 +100,7 @@ void new_window(Qp& qp, uint64_t now_ns) {
 void Engine::Impl::path_init(Qp& qp, const PathConfig& cfg) {
   PathState fresh;
   fresh.cfg = cfg;
-  fresh.mask = cfg.mask ? cfg.mask : default_mask(cfg.field);
+  fresh.mask = cfg.mask ? cfg.mask : wire::dodge_default_mask(cfg.field);
   fresh.on = cfg.field != wire::DodgeField::kNone && wire::dodge_mask_valid(cfg.field, fresh.mask);
   if (fresh.on) {
     qp.path = std::make_unique<PathState>(fresh);
@@ -336,7 +328,7 @@ int Engine::set_path_config(uint32_t qp_num, const PathConfig& pc, std::string* 
     return -EINVAL;
   };
   if (qp == nullptr) return fail("set_path_config: no QP " + std::to_string(qp_num));
-  const uint16_t mask = pc.mask ? pc.mask : default_mask(pc.field);
+  const uint16_t mask = pc.mask ? pc.mask : wire::dodge_default_mask(pc.field);
   if (!wire::dodge_mask_valid(pc.field, mask)) {
     return fail("set_path_config: mask must be one run of bits of its field (DSCP: within 0x3f)");
   }

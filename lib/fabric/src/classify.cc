@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "tita/fabric/pfc.h"
+#include "tita/wire/frame.h"
 #include "tita/wire/headers.h"
 #include "tita/wire/telemetry.h"
 
@@ -22,15 +23,12 @@ void classify(const FrameRef& f, const ClassifyConfig& cfg, bool int_enabled, Cl
   const uint32_t n = f.data_len < f.frame_bytes ? f.data_len : f.frame_bytes;
   if (p == nullptr || n < sizeof(wire::EthHdr)) [[unlikely]] return;
 
-  uint16_t ethertype = load_be16(p + 12);
-  uint32_t l3 = sizeof(wire::EthHdr);
-  if (ethertype == wire::kEtherTypeVlan) {
-    if (n < l3 + sizeof(wire::VlanTag)) [[unlikely]] return;
-    c->vlan = true;
-    c->pcp = p[14] >> 5;
-    ethertype = load_be16(p + 16);
-    l3 += sizeof(wire::VlanTag);
-  }
+  wire::EthernetView eth;
+  if (!wire::parse_ethernet(p, n, &eth)) [[unlikely]] return;
+  c->vlan = eth.vlan;
+  c->pcp = eth.pcp;
+  const uint16_t ethertype = eth.ethertype;
+  const uint32_t l3 = eth.l3_offset;
   if (ethertype == wire::kEtherTypeMacControl) {
     PfcInfo info;
     c->kind = parse_pfc_frame(p, n, &info) ? FrameKind::kPfc : FrameKind::kUnsupported;

@@ -1,3 +1,4 @@
+#include <cstddef>
 #include <cstring>
 
 #include "tita/wire/frame.h"
@@ -93,20 +94,14 @@ namespace {
 
 // Ethernet and the optional 802.1Q tag: sets the L3 offset and ethertype.
 ParseError parse_l2(const uint8_t* frame, uint32_t len, Packet* p, uint16_t* ethertype) {
-  if (len < sizeof(EthHdr)) [[unlikely]] return ParseError::kTruncated;
-  const auto& eth = *reinterpret_cast<const EthHdr*>(frame);
-  *ethertype = eth.ethertype.get();
-  p->l3_offset = sizeof(EthHdr);
-  if (*ethertype == kEtherTypeVlan) {
-    if (len < sizeof(EthHdr) + sizeof(VlanTag)) [[unlikely]] return ParseError::kTruncated;
-    const auto& tag = *reinterpret_cast<const VlanTag*>(frame + sizeof(EthHdr));
-    p->has_vlan = true;
-    p->pcp = tag.pcp();
-    p->vid = tag.vid();
-    *ethertype = tag.ethertype.get();
-    p->l3_offset += sizeof(VlanTag);
-  }
-  if (*ethertype != kEtherTypeIpv4 && *ethertype != kEtherTypeIpv6) [[unlikely]] return ParseError::kNotIp;
+  EthernetView e;
+  if (!parse_ethernet(frame, len, &e)) [[unlikely]] return ParseError::kTruncated;
+  *ethertype = e.ethertype;
+  p->l3_offset = e.l3_offset;
+  p->has_vlan = e.vlan;
+  p->pcp = e.pcp;
+  p->vid = e.vid;
+  if (e.ethertype != kEtherTypeIpv4 && e.ethertype != kEtherTypeIpv6) [[unlikely]] return ParseError::kNotIp;
   return ParseError::kOk;
 }
 
@@ -223,20 +218,38 @@ int32_t peek_dest_qp(const uint8_t* frame, uint32_t len) {
   return static_cast<int32_t>(reinterpret_cast<const Bth*>(frame + l4 + sizeof(UdpHdr))->dest_qp.get());
 }
 
-uint32_t datagram_end(const uint8_t* frame, uint32_t len) {
-  Packet p;
-  uint16_t ethertype;
-  if (parse_l2(frame, len, &p, &ethertype) != ParseError::kOk) return 0;
-  const uint32_t l3 = p.l3_offset;
-  uint32_t end;
-  if (ethertype == kEtherTypeIpv4) {
-    if (len < l3 + sizeof(Ipv4Hdr)) return 0;
-    end = l3 + reinterpret_cast<const Ipv4Hdr*>(frame + l3)->total_len.get();
-  } else {
-    if (len < l3 + sizeof(Ipv6Hdr)) return 0;
-    end = l3 + sizeof(Ipv6Hdr) + reinterpret_cast<const Ipv6Hdr*>(frame + l3)->payload_len.get();
+bool parse_ethernet(const uint8_t* frame, uint32_t len, EthernetView* out) {
+  if (len < sizeof(EthHdr)) [[unlikely]] return false;
+  out->ethertype = reinterpret_cast<const EthHdr*>(frame)->ethertype.get();
+  out->l3_offset = sizeof(EthHdr);
+  out->vlan = false;
+  if (out->ethertype == kEtherTypeVlan) {
+    if (len < sizeof(EthHdr) + sizeof(VlanTag)) [[unlikely]] return false;
+    const auto& tag = *reinterpret_cast<const VlanTag*>(frame + sizeof(EthHdr));
+    out->vlan = true;
+    out->pcp = tag.pcp();
+    out->vid = tag.vid();
+    out->ethertype = tag.ethertype.get();
+    out->l3_offset += sizeof(VlanTag);
   }
-  return end <= len ? end : 0;
+  return true;
+}
+
+uint32_t datagram_end(const uint8_t* frame, uint32_t len, uint32_t frame_len) {
+  EthernetView e;
+  if (!parse_ethernet(frame, len, &e)) return 0;
+  const uint32_t l3 = e.l3_offset;
+  uint32_t end;
+  if (e.ethertype == kEtherTypeIpv4) {
+    if (len < l3 + offsetof(Ipv4Hdr, total_len) + 2) return 0;
+    end = l3 + reinterpret_cast<const Ipv4Hdr*>(frame + l3)->total_len.get();
+  } else if (e.ethertype == kEtherTypeIpv6) {
+    if (len < l3 + offsetof(Ipv6Hdr, payload_len) + 2) return 0;
+    end = l3 + sizeof(Ipv6Hdr) + reinterpret_cast<const Ipv6Hdr*>(frame + l3)->payload_len.get();
+  } else {
+    return 0;
+  }
+  return end <= frame_len ? end : 0;
 }
 
 }  // namespace tita::wire

@@ -3,16 +3,18 @@
 // known offset instead of hashing them. The sender (lib/engine) writes them,
 // the switches (lib/fabric, ecmp.h) read them; both use these helpers.
 //
-//   kUdpSport  low bits of the UDP source port (default mask 0x0007: 8 values).
+//   kUdpSport  low bits of the UDP source port (default mask 0x000f: 16 values).
 //              RoCEv2's entropy field: every switch hashes it, no switch may
 //              rewrite it (the ICRC covers it), it carries no QoS meaning.
-//   kDscp      bits of the IP DSCP (the seeds' "TOS magic word"). Masked out of
+//   kDscp      bits of the IP DSCP (default mask 0x07: 8 values; the seeds' "TOS
+//              magic word"). Masked out of
 //              the ICRC, so any switch may rewrite it (remarking at a domain
 //              edge silently resets the dodge), and it is the traffic class
 //              that PFC and ECN queues are chosen by.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace tita::wire {
 
@@ -21,6 +23,29 @@ enum class DodgeField : uint8_t {
   kDscp,      // dodge = (DSCP & mask) >> ctz(mask)
   kUdpSport,  // dodge = (UDP source port & mask) >> ctz(mask)
 };
+
+// The field's name in configuration: "none", "dscp", "udp_sport" (also
+// spelled "udp-sport", as ns-3 attribute values usually are). False for
+// anything else.
+constexpr bool parse_dodge_field(std::string_view name, DodgeField* out) {
+  if (name == "none") {
+    *out = DodgeField::kNone;
+  } else if (name == "dscp") {
+    *out = DodgeField::kDscp;
+  } else if (name == "udp_sport" || name == "udp-sport") {
+    *out = DodgeField::kUdpSport;
+  } else {
+    return false;
+  }
+  return true;
+}
+inline constexpr std::string_view kDodgeFieldNames = "none, dscp or udp_sport";
+
+// The mask a field uses when none is given: 0x000f of the UDP source port,
+// 0x07 of the DSCP (the engine, tita-switch and the ns-3 switch all take it).
+constexpr uint16_t dodge_default_mask(DodgeField f) {
+  return f == DodgeField::kUdpSport ? 0x000f : f == DodgeField::kDscp ? 0x07 : 0;
+}
 
 // A mask selects one run of contiguous bits of its field (DSCP: within 0x3f).
 constexpr bool dodge_mask_valid(DodgeField f, uint16_t mask) {

@@ -213,8 +213,22 @@ uint32_t telemetry_push(uint8_t* frame, uint32_t len, uint32_t cap, uint32_t rat
 // is not one; a cheap look for steering, no validation beyond bounds.
 int32_t peek_dest_qp(const uint8_t* frame, uint32_t len);
 
-// Offset of the first byte after the IP datagram, or 0 if the frame is not an
-// IPv4/IPv6 frame that fits in len (a cheap walk, no validation beyond bounds).
-uint32_t datagram_end(const uint8_t* frame, uint32_t len);
+// The Ethernet header and an optional 802.1Q tag: the one L2 walk of the tree
+// (parser, switch classifier, ns-3 frames). False when `len` ends inside them.
+struct EthernetView {
+  uint16_t ethertype = 0;  // after the tag, if any
+  uint16_t l3_offset = 0;
+  bool vlan = false;
+  uint8_t pcp = 0;
+  uint16_t vid = 0;
+};
+bool parse_ethernet(const uint8_t* frame, uint32_t len, EthernetView* out);
+
+// Offset of the first byte after the IP datagram, as its IP header says; 0 if
+// the frame is not IPv4/IPv6, if the `len` bytes at hand (the headers at least)
+// end before the IP length field, or if the datagram would end past
+// `frame_len` (the whole frame's length). A cheap walk, no other validation.
+uint32_t datagram_end(const uint8_t* frame, uint32_t len, uint32_t frame_len);
+inline uint32_t datagram_end(const uint8_t* frame, uint32_t len) { return datagram_end(frame, len, len); }
 
 }  // namespace tita::wire
