@@ -33,10 +33,45 @@ Mmu make(const MmuConfig& c, uint16_t ports = 2) {
 TEST(Mmu, SharedIsBufferLessReserveAndHeadroom) {
   Mmu m = make(small());
   EXPECT_EQ(m.shared_bytes(), 964'000u);
-  EXPECT_EQ(m.xoff_threshold(), 120'500u);    // 0.125 * 964,000
+  EXPECT_EQ(m.xoff_threshold(0), 120'500u);    // 0.125 * 964,000
   EXPECT_EQ(m.egress_threshold(), 964'000u);  // 1.0 * 964,000
   Mmu lossy = make(small(false));
   EXPECT_EQ(lossy.shared_bytes(), 984'000u);  // no headroom without lossless priorities
+}
+
+TEST(Mmu, PerPortHeadroomAndAlphaAsTheHpccSimulatorSizesThem) {
+  // Port 0 a 100G host port (alpha 1/8, headroom 37,500 = 3 x 100 Gb/s x 1 us),
+  // port 1 a 400G uplink (alpha 1/2, headroom 150,000).
+  MmuConfig c = small();
+  c.port_headroom_bytes = {37'500, 150'000};
+  c.port_pfc_alpha = {0.125, 0.5};
+  Mmu m = make(c);
+  // shared = 1,000,000 - 16,000 (reserve) - 187,500 (headroom) = 796,500.
+  EXPECT_EQ(m.shared_bytes(), 796'500u);
+  EXPECT_EQ(m.headroom_bytes(0), 37'500u);
+  EXPECT_EQ(m.xoff_threshold(0), 99'562u);   // 0.125 x 796,500
+  EXPECT_EQ(m.xoff_threshold(1), 398'250u);  // 0.5 x 796,500
+  // 200,000 B into port 0 (reserve 1,000): over its threshold, it pauses and
+  // fills headroom up to 37,500, then drops; port 1 takes them in shared.
+  uint64_t headroom = 0;
+  bool dropped = false;
+  for (int i = 0; i < 200; ++i) {
+    const Admission a = m.admit(0, 1, 3, 1000);
+    dropped |= !a.admitted;
+    if (!a.admitted) EXPECT_EQ(a.reason, DropReason::kHeadroomFull);
+  }
+  headroom = m.headroom_used(0, 3);
+  EXPECT_TRUE(m.paused(0, 3));
+  EXPECT_TRUE(dropped);
+  EXPECT_EQ(headroom, 37'000u);  // whole 1,000 B packets within 37,500
+  for (int i = 0; i < 200; ++i) EXPECT_TRUE(m.admit(1, 0, 3, 1000).admitted);
+  EXPECT_FALSE(m.paused(1, 3));
+  // A per-port list of the wrong length is refused.
+  c.port_pfc_alpha = {0.125};
+  Mmu bad;
+  std::string err;
+  EXPECT_EQ(bad.init(c, 2, &err), -EINVAL);
+  EXPECT_NE(err.find("one value per port"), std::string::npos) << err;
 }
 
 TEST(Mmu, BadConfigsAreRefused) {
@@ -138,7 +173,7 @@ TEST(Mmu, PfcDynamicXoffHeadroomAndXonHysteresis) {
   first_xoff = 109;
   EXPECT_EQ(first_xoff, 109);
   EXPECT_EQ(m.headroom_used(0, 3), 1000u);
-  EXPECT_EQ(m.xoff_threshold(), 107'125u);
+  EXPECT_EQ(m.xoff_threshold(0), 107'125u);
   EXPECT_TRUE(m.paused(0, 3));
   // Headroom holds 10 packets; the 11th is dropped. XOFF is reported once.
   for (int k = 0; k < 9; ++k) {
@@ -163,7 +198,7 @@ TEST(Mmu, PfcDynamicXoffHeadroomAndXonHysteresis) {
   EXPECT_EQ(m.group_shared(0, 3), 105'000u);
   EXPECT_TRUE(m.release(0, 1, 3, 1000));
   EXPECT_EQ(m.group_shared(0, 3), 104'000u);
-  EXPECT_EQ(m.xoff_threshold(), 107'500u);
+  EXPECT_EQ(m.xoff_threshold(0), 107'500u);
   EXPECT_FALSE(m.paused(0, 3));
   EXPECT_FALSE(m.release(0, 1, 3, 1000));  // XON once
 }

@@ -558,6 +558,31 @@ TEST(Switch, DescriptorsRunOut) {
   EXPECT_EQ(h.send(0, Spec{}, 0).verdict, Verdict::kQueued);
 }
 
+TEST(Switch, DescriptorsGrowOnDemandUpToTheLimit) {
+  SwitchConfig c = four_ports();
+  c.max_packets = 3000;
+  c.initial_packets = 16;
+  Harness h;
+  ASSERT_EQ(h.init(c), 0);
+  four_routes(h);
+  EXPECT_EQ(h.sw.descriptors(), 16u);
+  // Expect: 3000 packets queued (16, then 1024, 2048, 3000 descriptors), the
+  // next refused, and every one handed back intact, in order.
+  int queued = 0;
+  RxResult r;
+  while ((r = h.send(0, Spec{}, 0)).verdict == Verdict::kQueued) ++queued;
+  EXPECT_EQ(queued, 3000);
+  EXPECT_EQ(r.reason, DropReason::kNoDescriptor);
+  EXPECT_EQ(h.sw.descriptors(), 3000u);
+  for (int i = 0; i < 3000; ++i) expect_valid(h.take(1, 0));
+  EXPECT_TRUE(h.sw.idle());
+  c.initial_packets = 4000;
+  decltype(h.sw) bad;
+  std::string err;
+  EXPECT_EQ(bad.init(c, &err), -EINVAL);
+  EXPECT_EQ(err, "initial_packets 4000 exceeds max_packets 3000");
+}
+
 TEST(Switch, MacRewrite) {
   SwitchConfig c = four_ports();
   c.ports[1].rewrite_mac = true;

@@ -19,8 +19,23 @@ int Mmu::init(const MmuConfig& cfg, uint16_t ports, std::string* err) {
            ", xoff " + std::to_string(cfg.xoff_bytes) + ")";
     return -EINVAL;
   }
+  if ((!cfg.port_headroom_bytes.empty() && cfg.port_headroom_bytes.size() != ports) ||
+      (!cfg.port_pfc_alpha.empty() && cfg.port_pfc_alpha.size() != ports)) {
+    *err = "per-port headroom and PFC alpha need one value per port (" + std::to_string(ports) + ")";
+    return -EINVAL;
+  }
+  for (double a : cfg.port_pfc_alpha) {
+    if (!(a > 0)) {
+      *err = "buffer alpha must be > 0";
+      return -EINVAL;
+    }
+  }
   const uint64_t lossless = static_cast<uint64_t>(__builtin_popcount(cfg.lossless));
-  const uint64_t reserved = uint64_t{ports} * kPriorities * cfg.reserve_bytes + uint64_t{ports} * lossless * cfg.headroom_bytes;
+  uint64_t headroom = 0;
+  for (uint16_t p = 0; p < ports; ++p) {
+    headroom += cfg.port_headroom_bytes.empty() ? cfg.headroom_bytes : cfg.port_headroom_bytes[p];
+  }
+  const uint64_t reserved = uint64_t{ports} * kPriorities * cfg.reserve_bytes + lossless * headroom;
   if (reserved >= cfg.buffer_bytes) {
     *err = "buffer_bytes " + std::to_string(cfg.buffer_bytes) + " leaves no shared buffer after " +
            std::to_string(reserved) + " bytes of reserve and headroom";
@@ -37,9 +52,10 @@ int Mmu::init(const MmuConfig& cfg, uint16_t ports, std::string* err) {
   return 0;
 }
 
-uint64_t Mmu::xoff_threshold() const {
-  return cfg_.pfc_dynamic ? static_cast<uint64_t>(cfg_.pfc_alpha * static_cast<double>(shared_free()))
-                          : cfg_.xoff_bytes;
+uint64_t Mmu::xoff_threshold(uint16_t in) const {
+  if (!cfg_.pfc_dynamic) return cfg_.xoff_bytes;
+  const double alpha = cfg_.port_pfc_alpha.empty() ? cfg_.pfc_alpha : cfg_.port_pfc_alpha[in];
+  return static_cast<uint64_t>(alpha * static_cast<double>(shared_free()));
 }
 
 uint64_t Mmu::egress_threshold() const {
@@ -59,9 +75,9 @@ Admission Mmu::admit(uint16_t in, uint16_t out, uint8_t prio, uint32_t bytes) {
   const uint64_t shared_part = after > cfg_.reserve_bytes ? std::min<uint64_t>(bytes, after - cfg_.reserve_bytes) : 0;
 
   if (lossless(prio)) {
-    if (shared_part > 0 && (group_shared(in, prio) + shared_part > xoff_threshold() ||
+    if (shared_part > 0 && (group_shared(in, prio) + shared_part > xoff_threshold(in) ||
                             shared_used_ + shared_part > shared_total_)) {
-      if (g.headroom + bytes > cfg_.headroom_bytes) {
+      if (g.headroom + bytes > headroom_bytes(in)) {
         a.reason = DropReason::kHeadroomFull;
         return a;
       }
@@ -70,7 +86,7 @@ Admission Mmu::admit(uint16_t in, uint16_t out, uint8_t prio, uint32_t bytes) {
       g.bytes += bytes;
       shared_used_ += shared_part;
     }
-    if (!g.paused && (g.headroom > 0 || group_shared(in, prio) >= xoff_threshold())) {
+    if (!g.paused && (g.headroom > 0 || group_shared(in, prio) >= xoff_threshold(in))) {
       g.paused = true;
       a.xoff = true;
     }
@@ -111,7 +127,7 @@ bool Mmu::release(uint16_t in, uint16_t out, uint8_t prio, uint32_t bytes) {
   total_bytes_ -= bytes;
   if (!g.paused || g.headroom > 0) return false;
   const uint64_t s = group_shared(in, prio);
-  const bool xon = cfg_.pfc_dynamic ? (s == 0 || s + cfg_.resume_offset_bytes <= xoff_threshold())
+  const bool xon = cfg_.pfc_dynamic ? (s == 0 || s + cfg_.resume_offset_bytes <= xoff_threshold(in))
                                     : s <= cfg_.xon_bytes;
   if (xon) g.paused = false;
   return xon;

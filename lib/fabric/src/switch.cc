@@ -44,6 +44,11 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
     *err = "max_packets must be in [1, 2^31)";
     return -EINVAL;
   }
+  if (cfg.initial_packets > cfg.max_packets) {
+    *err = "initial_packets " + std::to_string(cfg.initial_packets) + " exceeds max_packets " +
+           std::to_string(cfg.max_packets);
+    return -EINVAL;
+  }
   if (!wire::dodge_mask_valid(cfg.ecmp.dodge_field, cfg.ecmp.dodge_mask)) {
     *err = "dodge mask must select contiguous bits of its field (DSCP: within 0x3f)";
     return -EINVAL;
@@ -78,18 +83,33 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
     mmu_.set_port_limit(i, p.buffer_bytes);
   }
   static_assert(sizeof(Desc) <= 32, "a descriptor per buffered packet: keep it small");
-  descs_.assign(cfg.max_packets, Desc{});
+  descs_.clear();
   delay_edits_.clear();
-  for (const PortConfig& p : cfg_.ports) {
-    if (p.fault.delay_ns != 0) delay_edits_.resize(cfg.max_packets);
-  }
-  for (uint32_t d = 0; d < cfg.max_packets; ++d) descs_[d].next = d + 1 < cfg.max_packets ? d + 1 : kNil;
+  free_ = kNil;
+  const uint32_t first = cfg.initial_packets != 0 ? cfg.initial_packets : cfg.max_packets;
+  descs_.assign(first, Desc{});
+  for (uint32_t d = 0; d < first; ++d) descs_[d].next = d + 1 < first ? d + 1 : kNil;
   free_ = 0;
+  for (const PortConfig& p : cfg_.ports) {
+    if (p.fault.delay_ns != 0) delay_edits_.resize(descs_.size());
+  }
   held_ = 0;
   pfc_pending_.clear();
   pfc_pending_.reserve(n);  // each port at most once: push_back never allocates
   paused_groups_ = 0;
   return 0;
+}
+
+bool SwitchCore::grow_descriptors() {
+  const auto have = static_cast<uint32_t>(descs_.size());
+  if (have >= cfg_.max_packets) return false;
+  const uint32_t want = std::min<uint32_t>(cfg_.max_packets, std::max<uint32_t>(1024, 2 * have));
+  descs_.resize(want);
+  if (!delay_edits_.empty()) delay_edits_.resize(want);
+  // The new ones, in index order, ahead of whatever is free.
+  for (uint32_t d = have; d < want; ++d) descs_[d].next = d + 1 < want ? d + 1 : free_;
+  free_ = have;
+  return true;
 }
 
 void SwitchCore::set_fault(uint16_t port, const FaultConfig& f) {
@@ -194,7 +214,9 @@ RxResult SwitchCore::admit(uint16_t in, const FrameRef& f, uint64_t now_ns, uint
   if (fault.drop_probability > 0 && rng_.uniform() < fault.drop_probability) [[unlikely]] {
     return drop(out, prio, DropReason::kFaultRandom, f.frame_bytes, now_ns);
   }
-  if (free_ == kNil) [[unlikely]] return drop(out, prio, DropReason::kNoDescriptor, f.frame_bytes, now_ns);
+  if (free_ == kNil && !grow_descriptors()) [[unlikely]] {
+    return drop(out, prio, DropReason::kNoDescriptor, f.frame_bytes, now_ns);
+  }
   const Admission a = mmu_.admit(in, out, prio, f.frame_bytes);
   if (!a.admitted) [[unlikely]] return drop(out, prio, a.reason, f.frame_bytes, now_ns);
   if (a.xoff) {

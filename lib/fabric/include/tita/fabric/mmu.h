@@ -3,16 +3,19 @@
 //
 // The buffer is cut into three parts:
 //   reserve   reserve_bytes per (ingress port, priority), always available;
-//   headroom  headroom_bytes per (ingress port, lossless priority), absorbs what
-//             is in flight after a PFC pause;
-//   shared    the rest: shared = buffer - ports*8*reserve - ports*|lossless|*headroom.
+//   headroom  headroom_bytes per (ingress port, lossless priority), or the
+//             port's own (port_headroom_bytes: sized from its rate and cable),
+//             absorbs what is in flight after a PFC pause;
+//   shared    the rest: shared = buffer - ports*8*reserve - |lossless|*sum(headroom).
 //
 // Every admitted byte is charged to its ingress (port, priority) group, first
 // to the group's reserve, then to the shared pool or (lossless, above the PFC
 // threshold) to its headroom; and to its egress (port, priority) queue.
 //
 // Lossless priorities (PFC): the group's shared use S(i,p) is compared with
-//   T = pfc_alpha * (shared - shared_used)    (dynamic), or T = xoff_bytes (static).
+//   T = alpha_i * (shared - shared_used)    (dynamic), or T = xoff_bytes (static),
+// with alpha_i = pfc_alpha, or the ingress port's own (port_pfc_alpha: the HPCC
+// simulator gives faster ports a larger alpha).
 // A packet that would lift S above T, or find the shared pool full, goes to
 // headroom; headroom full -> drop (kHeadroomFull). XOFF when headroom is in use or
 // S >= T; XON when headroom is empty and S == 0 or S + resume_offset <= T
@@ -45,6 +48,9 @@ struct MmuConfig {
   uint32_t resume_offset_bytes = 3072;
   uint64_t xoff_bytes = 0;          // static thresholds, on the group's shared use
   uint64_t xon_bytes = 0;
+  // Per ingress port, when not empty (one entry per port): headroom and PFC alpha.
+  std::vector<uint32_t> port_headroom_bytes;
+  std::vector<double> port_pfc_alpha;
 };
 
 struct Admission {
@@ -71,7 +77,10 @@ class Mmu {
   uint64_t shared_bytes() const { return shared_total_; }
   uint64_t shared_used() const { return shared_used_; }
   uint64_t shared_free() const { return shared_total_ - shared_used_; }
-  uint64_t xoff_threshold() const;    // T, for the current shared use
+  uint64_t xoff_threshold(uint16_t in) const;  // T of an ingress port, for the current shared use
+  uint32_t headroom_bytes(uint16_t in) const {
+    return cfg_.port_headroom_bytes.empty() ? cfg_.headroom_bytes : cfg_.port_headroom_bytes[in];
+  }
   uint64_t egress_threshold() const;  // lossy dynamic threshold
   uint64_t ingress_bytes(uint16_t in, uint8_t prio) const { return pg(in, prio).bytes; }
   uint64_t headroom_used(uint16_t in, uint8_t prio) const { return pg(in, prio).headroom; }

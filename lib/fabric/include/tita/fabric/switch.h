@@ -91,6 +91,11 @@ struct SwitchConfig {
   uint16_t pfc_quanta = 0xffff;  // in XOFF frames, refreshed every half pause time
   uint64_t seed = 1;             // RED and random-loss draws
   uint32_t max_packets = 65536;  // descriptors for queued and delayed packets
+  // Descriptors allocated up front; more are added (doubling) as packets need
+  // them, up to max_packets. 0: all of them up front (no allocation after init:
+  // the DPDK switch). A simulation of many switches that are mostly idle
+  // allocates what its queues actually reach.
+  uint32_t initial_packets = 0;
 };
 
 struct QueueCounters {
@@ -169,6 +174,7 @@ class SwitchCore {
   int add_route(const uint8_t prefix[16], int len, std::span<const uint16_t> ports, std::string* err) {
     return routes_.add(prefix, len, ports, err);
   }
+  void clear_routes() { routes_.clear(); }
   void set_port_up(uint16_t port, bool up) { routes_.set_port_up(port, up); }
   // The egress port that routing and ECMP (with the dodge offset) choose for a
   // packet of `key` carrying `dscp`, as receive() does before faults and the
@@ -205,6 +211,7 @@ class SwitchCore {
   const Mmu& mmu() const { return mmu_; }
   const RouteTable& routes() const { return routes_; }
   uint32_t held_packets() const { return held_; }  // queued + delayed
+  uint32_t descriptors() const { return static_cast<uint32_t>(descs_.size()); }  // allocated so far
   bool idle() const { return held_ == 0; }
 
  protected:
@@ -216,7 +223,6 @@ class SwitchCore {
   RxResult admit(uint16_t in_port, const FrameRef& f, uint64_t now_ns, uint32_t* desc);
   bool next(uint16_t port, uint64_t now_ns, uint32_t* desc, EgressEdit* edit);
   bool take_any(uint32_t* desc);
-  uint32_t descriptors() const { return static_cast<uint32_t>(descs_.size()); }
 
  private:
   struct Desc {
@@ -253,6 +259,8 @@ class SwitchCore {
   };
 
   RxResult drop(uint16_t port, uint8_t prio, DropReason why, uint32_t bytes, uint64_t now_ns);
+  // Adds descriptors (doubling, up to max_packets); false when at the limit.
+  bool grow_descriptors();
   void on_pfc(uint16_t port, const FrameRef& f, uint64_t now_ns);
   void request_pfc(uint16_t in_port, uint8_t prio);
   int pick(uint16_t port, uint64_t now_ns);
@@ -297,7 +305,10 @@ class Switch : public SwitchCore {
   RxResult receive(uint16_t in_port, Handle& h, const FrameRef& f, uint64_t now_ns) {
     uint32_t d;
     const RxResult r = admit(in_port, f, now_ns, &d);
-    if (r.verdict == Verdict::kQueued) handles_[d] = std::move(h);
+    if (r.verdict == Verdict::kQueued) {
+      if (d >= handles_.size()) [[unlikely]] handles_.resize(descriptors());  // the core grew
+      handles_[d] = std::move(h);
+    }
     return r;
   }
 
