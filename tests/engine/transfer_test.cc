@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -116,6 +117,34 @@ TEST(TransferLarge, SixteenMegabyteMessages) {
       p.net.set_faults_both({.loss = loss});
       run_workload(p, msgs, 60'000'000'000);
     }
+  }
+}
+
+// Packets of 1000 B payload (the HPCC simulator's PACKET_PAYLOAD_SIZE) on a
+// 1024 path MTU: every verb intact under loss, full packets exactly 1000 B.
+TEST(TransferPayload, ThousandBytePacketsCarryEveryVerbIntact) {
+  for (Recovery rec : {Recovery::kGoBackN, Recovery::kSelectiveRepeat}) {
+    SCOPED_TRACE(rec == Recovery::kGoBackN ? "go-back-N" : "selective repeat");
+    QpAttr attr;
+    attr.path_mtu = 1024;
+    attr.payload_bytes = 1000;
+    attr.recovery = rec;
+    attr.timeout = 8;
+    uint64_t bytes;
+    const auto msgs = verb_workload(1000, 600, 11, &bytes);
+    Pair p(25'000'000'000, 2'000, bytes, attr, 17);
+    std::map<uint32_t, uint64_t> sizes;  // payload length -> frames
+    p.net.set_faults_both({.loss = 0.01, .drop_if = [&](const std::vector<uint8_t>& f) {
+                             wire::Packet pkt;
+                             if (wire::parse(f.data(), static_cast<uint32_t>(f.size()), &pkt) == wire::ParseError::kOk &&
+                                 pkt.payload_len > 0)
+                               ++sizes[pkt.payload_len];
+                             return false;
+                           }});
+    run_workload(p, msgs, 30'000'000'000);
+    ASSERT_FALSE(sizes.empty());
+    EXPECT_EQ(sizes.rbegin()->first, 1000u);
+    EXPECT_GT(sizes[1000], 1000u);
   }
 }
 

@@ -63,6 +63,19 @@ class Transitions : public testing::Test {
   std::string err;
 };
 
+TEST_F(Transitions, PayloadBytesIsCheckedAgainstThePathMtu) {
+  ASSERT_EQ(to(QpState::kInit, kQpToInitRequired), 0) << err;
+  a.path_mtu = 1024;
+  for (uint32_t bad : {1001u, 60u, 2048u}) {
+    a.payload_bytes = bad;
+    EXPECT_EQ(to(QpState::kRtr, kQpToRtrRequired), -EINVAL) << bad;
+    EXPECT_EQ(err, "modify_qp: payload_bytes " + std::to_string(bad) +
+                       " is not a multiple of 4 from 64 to path_mtu 1024");
+  }
+  a.payload_bytes = 1000;
+  EXPECT_EQ(to(QpState::kRtr, kQpToRtrRequired), 0) << err;
+}
+
 TEST_F(Transitions, EachTransitionRequiresExactlyItsAttributes) {
   EXPECT_EQ(to(QpState::kInit, kQpAccessFlags), -EINVAL);
   EXPECT_EQ(err, "modify_qp: RESET->INIT needs IBV_QP_PKEY_INDEX, IBV_QP_PORT");

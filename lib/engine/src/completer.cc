@@ -153,6 +153,10 @@ struct Completer {
       }
     }
     qp.flow.on_ack(m.now_ns, s);
+    if (cc::np_ack_is_cnp(m.cfg.np, s)) [[unlikely]] {
+      ++qp.counters.cnps_received;
+      qp.flow.on_cnp(m.now_ns);
+    }
   }
 
   // The send WR holding psn (for NAK errors), or the oldest.
@@ -234,7 +238,7 @@ struct Completer {
         lost += qp.mtu();
       }
       if (lost > 0) {
-        if (qp.path) qp.path->round_lost += static_cast<uint32_t>(lost >> qp.mtu_shift);
+        if (qp.path) qp.path->round_lost += static_cast<uint32_t>(lost / qp.mtu());
         qp.flow.on_loss(m.now_ns, {lost, qp.inflight_bytes()});
       }
       return;
@@ -287,7 +291,7 @@ struct Completer {
       place_atomic(w, i, pkt.atomic_ack()->orig.get());
       return;
     }
-    const uint32_t offset = w.read_pkts << qp.mtu_shift;
+    const uint32_t offset = w.read_pkts * qp.mtu();
     const uint32_t want = std::min(qp.mtu(), w.length - std::min(w.length, offset));
     if (pkt.payload_len != want) {
       m.to_error(qp, WcStatus::kBadRespErr, i);

@@ -450,6 +450,11 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if ((mask & kQpPathMtu) && !valid_mtu(a.path_mtu)) {
     return fail("path_mtu " + std::to_string(a.path_mtu) + " is not 256, 512, 1024, 2048 or 4096");
   }
+  if ((mask & kQpPathMtu) && a.payload_bytes != 0 &&
+      (a.payload_bytes % 4 != 0 || a.payload_bytes < 64 || a.payload_bytes > a.path_mtu)) {
+    return fail("payload_bytes " + std::to_string(a.payload_bytes) + " is not a multiple of 4 from 64 to path_mtu " +
+                std::to_string(a.path_mtu));
+  }
   if ((mask & kQpTimeout) && a.timeout > 31) return fail("timeout must be 0..31");
   if ((mask & kQpRetryCnt) && a.retry_cnt > 7) return fail("retry_cnt must be 0..7");
   if ((mask & kQpRnrRetry) && a.rnr_retry > 7) return fail("rnr_retry must be 0..7");
@@ -485,7 +490,8 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpPort) q.port_num = a.port_num;
   if (mask & kQpPathMtu) {
     q.path_mtu = a.path_mtu;
-    qp->mtu_shift = static_cast<uint8_t>(std::countr_zero(a.path_mtu));
+    q.payload_bytes = a.payload_bytes;
+    qp->mtu_bytes = a.payload_bytes != 0 ? a.payload_bytes : a.path_mtu;
   }
   if (mask & kQpAv) q.ah_attr = a.ah_attr;
   if (mask & kQpDestQpn) q.dest_qp_num = a.dest_qp_num;
@@ -1070,6 +1076,7 @@ void Engine::Impl::flush_control() {
       tx.hdr_len = c.len;
       tx.priority = c.priority;
       tx.qp_num = c.qp_num;
+      tx.control = true;
       io->transmit(now_ns, tx);
       ++counters.tx_frames;
     }

@@ -159,7 +159,7 @@ struct Qp {
   // restart its go-back-N on every SACK-bearing NAK).
   bool peer_tita = false;
   uint8_t max_sge = kMaxSge;
-  uint8_t mtu_shift = 10;
+  uint32_t mtu_bytes = 1024;  // payload of a full packet: path_mtu, or QpAttr::payload_bytes
   uint16_t udp_sport = 0;
   QpInitAttr init;           // as create_qp settled it
   QpAttr attr;
@@ -250,7 +250,9 @@ struct Qp {
   uint8_t* inline_slot(uint32_t wqe) { return inline_buf.data() + size_t{wqe} * init.max_inline_data; }
   // READs and atomics the requester may have outstanding (0 still allows one).
   uint32_t rd_atomic_limit() const { return std::max<uint32_t>(attr.max_rd_atomic, 1); }
-  uint32_t mtu() const { return 1u << mtu_shift; }
+  uint32_t mtu() const { return mtu_bytes; }
+  // Packets of a message of `length` bytes (a zero-length one takes one).
+  uint32_t packets_for(uint32_t length) const { return length == 0 ? 1 : (length + mtu_bytes - 1) / mtu_bytes; }
   // Selective repeat as configured and as the peer speaks it.
   bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat && peer_tita; }
   uint64_t inflight_bytes() const { return nxt_bytes - una_bytes; }
@@ -306,7 +308,6 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<Qp>> qps;
   std::vector<uint32_t> free_qps;
   std::deque<std::pair<std::string, cc::Params>> cc_params;  // stable addresses
-  cc::NpParams np_params;
   TimingWheel wheel;
   std::vector<uint32_t> ready;  // ring of QP indices
   uint32_t ready_head = 0;

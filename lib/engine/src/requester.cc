@@ -63,10 +63,6 @@ void pace(Qp& qp, uint64_t now_ns, const EngineConfig& cfg, uint32_t frame_bytes
   qp.next_send_ps = std::max(qp.next_send_ps, floor_ps) + bits * 1'000'000'000'000ull / rate;
 }
 
-uint32_t packets_for(uint32_t length, uint8_t mtu_shift) {
-  return length == 0 ? 1 : (length + (1u << mtu_shift) - 1) >> mtu_shift;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- eligibility
@@ -120,7 +116,7 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
   if (i == qp.sq_tail || !qp.sq[i].started) return qp.next_seq;
   const SendWqe& w = qp.sq[i];
   if (w.needs_response()) return w.seq_start;
-  const uint64_t off = uint64_t{psn_distance(psn, w.first_psn)} << qp.mtu_shift;
+  const uint64_t off = uint64_t{psn_distance(psn, w.first_psn)} * qp.mtu();
   return w.seq_start + std::min<uint64_t>(w.length, off);
 }
 
@@ -145,7 +141,7 @@ bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
     }
   }
   w.first_psn = qp.snd_nxt;
-  w.npkts = w.is_atomic() ? 1 : packets_for(w.length, qp.mtu_shift);
+  w.npkts = w.is_atomic() ? 1 : qp.packets_for(w.length);
   w.seq_start = qp.next_seq;
   w.read_pkts = 0;
   w.started = true;
@@ -192,7 +188,7 @@ uint32_t gather(const Engine::Impl& m, const SendWqe& w, uint32_t offset, uint32
 
 void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission) {
   const uint32_t idx = psn_distance(psn, w.first_psn);
-  const uint32_t offset = idx << qp.mtu_shift;
+  const uint32_t offset = idx * qp.mtu();
   wire::Segment segs[TxFrame::kMaxPayloadSegments];
   uint32_t nseg = 0;
   uint32_t len = 0;

@@ -43,10 +43,6 @@ enum class Step : uint8_t {
     "CHECK_RESOURCES", "CHECK_ACCESS", "EXECUTE",    "ACKNOWLEDGE",       "NAK_SEQUENCE",
     "NAK_RNR",         "NAK_INVALID", "NAK_ACCESS",  "NAK_REMOTE_OP",     "DONE"};
 
-uint32_t packets_for(uint32_t length, uint8_t mtu_shift) {
-  return length == 0 ? 1 : (length + (1u << mtu_shift) - 1) >> mtu_shift;
-}
-
 // Whether every SGE of a receive WQE lies in an MR of the QP's PD that allows
 // local writes: checked before the first byte of a SEND is placed, so a SEND
 // that is refused writes nothing.
@@ -140,7 +136,7 @@ struct Responder {
           job.va = reth.va.get();
           job.remaining = reth.dma_len.get();
           job.psn = job.first_psn = psn;
-          job.npkts = packets_for(job.remaining, qp.mtu_shift);
+          job.npkts = qp.packets_for(job.remaining);
           return Step::kDone;
         }
       }
@@ -291,7 +287,7 @@ struct Responder {
     job.va = reth.va.get();
     job.remaining = reth.dma_len.get();
     job.psn = job.first_psn = psn;
-    job.npkts = packets_for(job.remaining, qp.mtu_shift);
+    job.npkts = qp.packets_for(job.remaining);
     job.mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
     ++qp.reads_count;
   }
@@ -398,7 +394,7 @@ struct Responder {
       ++qp.counters.ecn_ce_received;
       if (qp.ce_unacked < 255) ++qp.ce_unacked;
     }
-    if (cc::np_on_data(m.np_params, qp.np, m.now_ns, pkt.ecn == wire::kEcnCe)) m.send_cnp(qp);
+    if (cc::np_on_data(m.cfg.np, qp.np, m.now_ns, pkt.ecn == wire::kEcnCe)) m.send_cnp(qp);
     return Step::kAcknowledge;
   }
 

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tita/cc/cc.h"
 #include "tita/engine/host.h"
 #include "tita/engine/verbs.h"
 #include "tita/wire/dodge.h"
@@ -100,6 +101,9 @@ struct EngineConfig {
   uint32_t ack_unsolicited = 16;  // ACK after this many in-order packets without AckReq
   uint8_t initial_ttl = 64;    // also how receivers count the routers a packet crossed
   uint8_t cnp_dscp = 48;       // as ConnectX NICs send CNPs
+  // How CE marks reach senders: CNPs at most every cnp_interval_ns per QP, or
+  // echoed in ACKs (cc::NpParams; both ends alike).
+  cc::NpParams np;
   uint32_t max_qps = 65536;
   uint32_t first_qpn = 0x11;   // QPNs are first_qpn + index (QP 0 and 1 are special in IB)
   uint32_t control_ring = 4096;  // ACK/NAK/CNP frames waiting for tx space
@@ -156,7 +160,7 @@ struct QpCounters {
   uint64_t ooo_buffered = 0;         // selective repeat: kept for later
   uint64_t ecn_ce_received = 0;
   uint64_t cnps_sent = 0;
-  uint64_t cnps_received = 0;
+  uint64_t cnps_received = 0;        // CNPs, or ACKs echoing CE marks (EngineConfig::np ack_echo)
   uint64_t int_records_received = 0;  // INT hop records echoed back to this sender
   uint64_t rtt_samples = 0;
   uint64_t last_rtt_ns = 0;

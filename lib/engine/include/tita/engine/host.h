@@ -25,6 +25,7 @@ struct TxFrame {
   uint32_t tail_len = 0;
   uint8_t priority = 0;  // 802.1p class for the host's egress queue (PFC)
   uint32_t qp_num = 0;   // sending QP, for hosts that steer queues by QP
+  bool control = false;  // an ACK, NAK or CNP (a host may queue them ahead of data)
 
   uint32_t payload_len() const {
     uint32_t n = 0;

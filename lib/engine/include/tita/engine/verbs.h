@@ -148,6 +148,11 @@ struct QpAttr {
   QpState qp_state = QpState::kReset;
   QpState cur_qp_state = QpState::kReset;  // kQpCurState: must equal the QP's state
   uint32_t path_mtu = 1024;  // 256, 512, 1024, 2048 or 4096 bytes
+  // Payload of every packet but a message's last; 0: path_mtu. Not an IBA
+  // attribute (the verbs layer never sets it): for runs that compare with
+  // simulators whose packets carry 1000 B. A multiple of 4, 64 to path_mtu;
+  // applied with kQpPathMtu.
+  uint32_t payload_bytes = 0;
   uint32_t dest_qp_num = 0;
   uint32_t rq_psn = 0;
   uint32_t sq_psn = 0;
