@@ -42,6 +42,13 @@ TitaFlowManager::GetTypeId()
                           StringValue(""),
                           MakeStringAccessor(&TitaFlowManager::m_ccParams),
                           MakeStringChecker())
+            .AddAttribute("IdealOverheadBytes",
+                          "Per-packet bytes the ideal FCT adds to the payload: 86 (Ethernet, "
+                          "802.1Q, IPv4, UDP, BTH, ICRC, preamble, FCS, gap), or 48 to compute it "
+                          "as the HPCC simulator's standalone FCT does",
+                          UintegerValue(kPacketOverheadBytes),
+                          MakeUintegerAccessor(&TitaFlowManager::m_overheadBytes),
+                          MakeUintegerChecker<uint32_t>())
             .AddAttribute("QpReclaimDelay",
                           "Time after a flow completes before its QPs are destroyed",
                           TimeValue(MilliSeconds(1)),
@@ -70,9 +77,15 @@ TitaFlowManager::SetNetwork(TitaNetworkHelper* net)
     }
     if (net->GetNHosts() > 0)
     {
+        // Full packets carry PayloadSize bytes (when set) or the path MTU.
         UintegerValue v;
-        net->GetNic(0)->GetAttribute("PathMtu", v);
+        net->GetNic(0)->GetAttribute("PayloadSize", v);
         m_mtu = static_cast<uint32_t>(v.Get());
+        if (m_mtu == 0)
+        {
+            net->GetNic(0)->GetAttribute("PathMtu", v);
+            m_mtu = static_cast<uint32_t>(v.Get());
+        }
     }
     m_ccParamList.clear();
     std::stringstream ss(m_ccParams);
@@ -123,7 +136,7 @@ TitaFlowManager::IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const
         return 0;
     }
     const uint64_t packets = bytes == 0 ? 1 : (bytes + m_mtu - 1) / m_mtu;
-    const uint64_t wire = bytes + packets * kPacketOverheadBytes;
+    const uint64_t wire = bytes + packets * m_overheadBytes;
     const double ns = static_cast<double>(p.baseRttNs) +
                       static_cast<double>(wire) * 8e9 / static_cast<double>(p.bottleneckBps);
     return static_cast<uint64_t>(ns + 0.5);

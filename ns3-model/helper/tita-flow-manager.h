@@ -53,11 +53,13 @@ struct TitaFlowRecord
  * Messages (for collectives) reuse one QP pair per ordered host pair and are
  * RDMA WRITEs with immediate, so that the receiver learns when the data is there.
  *
- * Ideal FCT (as the HPCC artifact's fct_analysis computes it): base RTT of the
- * pair (2 x propagation + one MTU payload's store-and-forward per link) +
- * (bytes + packets x per-packet overhead) x 8 / bottleneck rate, with the
- * overhead = Ethernet 14 + 802.1Q 4 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 +
- * preamble, FCS and gap 24 = 86 bytes (no INT, as the artifact).
+ * Ideal FCT (as the HPCC simulator computes its standalone FCT): base RTT of
+ * the pair (2 x propagation + one full packet's payload store-and-forward per
+ * link) + (bytes + packets x per-packet overhead) x 8 / bottleneck rate, with
+ * the overhead IdealOverheadBytes: by default Ethernet 14 + 802.1Q 4 + IPv4 20
+ * + UDP 8 + BTH 12 + ICRC 4 + preamble, FCS and gap 24 = 86 bytes (no INT, as
+ * the simulator); its own packets count 48 (PPP 14, IPv4 20, UDP 8, its
+ * sequence header 6).
  */
 class TitaFlowManager : public Object
 {
@@ -145,7 +147,8 @@ class TitaFlowManager : public Object
     uint32_t m_started = 0;
     uint32_t m_finished = 0;
     uint32_t m_failed = 0;
-    uint32_t m_mtu = 1024;
+    uint32_t m_mtu = 1024;  // payload of a full packet
+    uint32_t m_overheadBytes = kPacketOverheadBytes;
     std::unordered_map<uint32_t, Flow> m_flows;
     std::unordered_map<uint64_t, Connection> m_connections;
     mutable std::unordered_map<uint64_t, PairPath> m_paths;

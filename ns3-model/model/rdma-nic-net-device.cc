@@ -4,6 +4,7 @@
 #include "tita-trace.h"
 
 #include "ns3/boolean.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -97,6 +98,31 @@ RdmaNicNetDevice::GetTypeId()
                           UintegerValue(1024),
                           MakeUintegerAccessor(&RdmaNicNetDevice::m_pathMtu),
                           MakeUintegerChecker<uint32_t>(256, 4096))
+            .AddAttribute("PayloadSize",
+                          "Payload of full packets, for comparison with simulators that carry "
+                          "e.g. 1000 B (a multiple of 4, 64 to PathMtu; 0: PathMtu)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_payloadSize),
+                          MakeUintegerChecker<uint32_t>(0, 4096))
+            .AddAttribute("CongestionNotification",
+                          "How a receiver tells senders of CE marks: cnp (CNP packets, at most one "
+                          "per QP per CnpInterval) or ack (the ACK of each packet echoes its mark "
+                          "and acts as a CNP at the sender: the HPCC simulator's)",
+                          EnumValue(kCnp),
+                          MakeEnumAccessor(&RdmaNicNetDevice::m_notification),
+                          MakeEnumChecker(kCnp, "cnp", kAckEcho, "ack"))
+            .AddAttribute("CnpInterval",
+                          "Minimum time between two CNPs for one QP (0: a CNP for every CE-marked packet)",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&RdmaNicNetDevice::m_cnpInterval),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("AckHighPriority",
+                          "ACKs, NAKs and CNPs leave the NIC ahead of all data and are never held by "
+                          "PFC (the HPCC simulator's ACK_HIGH_PRIO 1; their 802.1p priority, which "
+                          "switches queue them by, stays the QP's)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RdmaNicNetDevice::m_ackHighPriority),
+                          MakeBooleanChecker())
             .AddAttribute("QpTimeout",
                           "IB local ACK timeout code of new QPs: 4.096 us x 2^code (0 = none)",
                           UintegerValue(10),
@@ -206,6 +232,7 @@ RdmaNicNetDevice::DoDispose()
     {
         q.clear();
     }
+    m_controlQueue.clear();
     m_engine.reset();
     m_completionCb = MakeNullCallback<void, Ptr<RdmaNicNetDevice>, const eng::WorkCompletion&>();
     TitaNetDevice::DoDispose();
@@ -252,18 +279,10 @@ RdmaNicNetDevice::CreateEngine()
     c.sr_window = m_srWindow;
     c.timer_slot_ns = m_timerSlotNs;
     c.timer_slots = m_timerSlots;
-    if (m_dodgeField == "udp-sport")
-    {
-        c.path.field = ::tita::wire::DodgeField::kUdpSport;
-    }
-    else if (m_dodgeField == "dscp")
-    {
-        c.path.field = ::tita::wire::DodgeField::kDscp;
-    }
-    else
-    {
-        NS_ABORT_MSG_IF(m_dodgeField != "none", "DodgeField must be none, udp-sport or dscp");
-    }
+    c.np.cnp_interval_ns = static_cast<uint64_t>(m_cnpInterval.GetNanoSeconds());
+    c.np.ack_echo = m_notification == kAckEcho ? 1 : 0;
+    NS_ABORT_MSG_UNLESS(::tita::wire::parse_dodge_field(m_dodgeField, &c.path.field),
+                        "DodgeField '" << m_dodgeField << "' is not " << ::tita::wire::kDodgeFieldNames);
     c.path.mask = m_dodgeMask;
     c.path.timeouts = m_repathTimeouts;
     c.path.stall_rtts = m_stallRtts;
@@ -330,6 +349,7 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     }
     a.qp_state = eng::QpState::kRtr;
     a.path_mtu = m_pathMtu;
+    a.payload_bytes = m_payloadSize;
     a.dest_qp_num = peerQpn;
     a.ah_attr.dgid = ::tita::wire::Gid::from_ipv4(peer->GetIpv4().Get());
     peer->GetMacAddress().CopyTo(a.ah_attr.dmac);
@@ -485,7 +505,9 @@ RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
             static const uint8_t kZeros[4096 + 4] = {};
             uint8_t tail[TitaPacket::kTailBytes];
             std::memcpy(tail, f.tail, f.tail_len);
-            const uint32_t l3 = (f.hdr[12] == 0x81 && f.hdr[13] == 0x00) ? 18 : 14;
+            ::tita::wire::EthernetView eth;
+            ::tita::wire::parse_ethernet(f.hdr, f.hdr_len, &eth);
+            const uint32_t l3 = eth.l3_offset;
             const uint32_t pad = ::tita::wire::pad_bytes(payload);
             ::tita::wire::Segment more[2] = {{kZeros, payload}, {kZeros, pad}};
             const uint32_t icrc = ::tita::wire::icrc_compute(f.hdr + l3, f.hdr_len - l3, {more, pad ? 2u : 1u});
@@ -526,7 +548,14 @@ RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
     }
     const uint8_t prio = f.priority & 7;
     m_queuedBytes += p->GetSize();
-    m_queue[prio].push_back(std::move(p));
+    if (f.control && m_ackHighPriority)
+    {
+        m_controlQueue.push_back(std::move(p));
+    }
+    else
+    {
+        m_queue[prio].push_back(std::move(p));
+    }
     ++m_queuedFrames;
     if (m_queueTraced)
     {
@@ -538,10 +567,11 @@ RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
 TitaPacketPtr
 RdmaNicNetDevice::DequeueNext()
 {
-    for (int prio = kPriorities - 1; prio >= 0; --prio)
+    for (int prio = kPriorities; prio >= 0; --prio)
     {
-        auto& q = m_queue[prio];
-        if (q.empty() || IsPaused(static_cast<uint8_t>(prio)))
+        // kPriorities: the control queue (AckHighPriority), served first, never paused.
+        auto& q = prio == kPriorities ? m_controlQueue : m_queue[prio];
+        if (q.empty() || (prio < kPriorities && IsPaused(static_cast<uint8_t>(prio))))
         {
             continue;
         }

@@ -141,6 +141,15 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint32_t m_timerSlots = 4096;
     uint32_t m_cqEntries = 4096;
     uint32_t m_pathMtu = 1024;
+    uint32_t m_payloadSize = 0;
+    Time m_cnpInterval;
+    enum Notification
+    {
+        kCnp,    ///< CNP packets, paced by CnpInterval
+        kAckEcho ///< CE echoed in the ACK of each packet (the HPCC simulator)
+    };
+    Notification m_notification = kCnp;
+    bool m_ackHighPriority = false;
     uint8_t m_qpTimeout = 10;
     uint8_t m_retryCnt = 7;
     bool m_selectiveRepeat = false;
@@ -164,6 +173,7 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     ::tita::engine::MrInfo m_mr;
 
     std::array<std::deque<TitaPacketPtr>, kPriorities> m_queue;
+    std::deque<TitaPacketPtr> m_controlQueue; // AckHighPriority: ACKs/NAKs/CNPs, first and never paused
     uint32_t m_queuedFrames = 0;
     uint32_t m_queuedBytes = 0;
     bool m_engineBlocked = false; // tx_space() said 0 since the last poll

@@ -5,6 +5,7 @@
 #include "tita-trace.h"
 
 #include "ns3/boolean.h"
+#include "ns3/data-rate.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -120,10 +121,17 @@ TitaSwitchNode::GetTypeId()
                           MakeUintegerAccessor(&TitaSwitchNode::m_reserveBytes),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("HeadroomBytes",
-                          "PFC headroom per (ingress port, lossless priority); 0: 3 x the "
-                          "largest rate x delay of the switch's links, as the HPCC simulator",
+                          "PFC headroom per (ingress port, lossless priority); 0: each port's "
+                          "own, 3 x its rate x its link's delay (as the HPCC simulator sizes it) "
+                          "+ HeadroomExtraBytes",
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_headroomBytes),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("HeadroomExtraBytes",
+                          "Added to each port's computed headroom: frames being sent at both ends "
+                          "when the pause leaves (2 jumbo frames; the HPCC simulator adds none)",
+                          UintegerValue(2 * TitaFrame::kMaxFrameBytes),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_headroomExtraBytes),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("PfcDynamic",
                           "Dynamic PFC threshold: alpha x free shared buffer",
@@ -135,6 +143,13 @@ TitaSwitchNode::GetTypeId()
                           DoubleValue(0.125),
                           MakeDoubleAccessor(&TitaSwitchNode::m_pfcAlpha),
                           MakeDoubleChecker<double>(0.0))
+            .AddAttribute("PfcAlphaBaseRate",
+                          "0: PfcAlpha on every port. Else a port of rate R gets PfcAlpha x R / this "
+                          "(at most 1), as the HPCC simulator doubles alpha per doubling above the "
+                          "host NIC rate (1/8 at 100G, 1/2 at 400G)",
+                          DataRateValue(DataRate(0)),
+                          MakeDataRateAccessor(&TitaSwitchNode::m_pfcAlphaBaseRate),
+                          MakeDataRateChecker())
             .AddAttribute("ResumeOffsetBytes",
                           "XON when the group's shared use is this far below the threshold",
                           UintegerValue(3072),
@@ -203,7 +218,8 @@ TitaSwitchNode::GetTypeId()
                           MakeUintegerAccessor(&TitaSwitchNode::m_dodgeStride),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("MaxPackets",
-                          "Packet descriptors (packets the switch can hold); 0: BufferSize / 256 (a cell per 256 B)",
+                          "Packet descriptors (packets the switch can hold; allocated as queues "
+                          "reach them); 0: BufferSize / 256 (a cell per 256 B)",
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_maxPackets),
                           MakeUintegerChecker<uint32_t>())
@@ -264,7 +280,6 @@ void
 TitaSwitchNode::Setup()
 {
     fab::SwitchConfig cfg;
-    uint64_t headroom = m_headroomBytes;
     for (const auto& dev : m_ports)
     {
         fab::PortConfig pc;
@@ -286,39 +301,32 @@ TitaSwitchNode::Setup()
         {
             Ptr<TitaChannel> ch = DynamicCast<TitaChannel>(dev->GetChannel());
             const double delayS = ch ? ch->GetDelay().GetSeconds() : 1e-6;
-            // In flight after XOFF: a round trip of the link plus frames being sent, as
-            // the HPCC simulator sizes it (3 x rate x one-way delay).
-            headroom = std::max<uint64_t>(
-                headroom,
-                static_cast<uint64_t>(3.0 * pc.rate_bps / 8.0 * delayS) + 2 * TitaFrame::kMaxFrameBytes);
+            // In flight after XOFF: a round trip of the link plus what the link
+            // holds, 3 x rate x one-way delay (the HPCC simulator's size), and the
+            // frames being sent at both ends.
+            cfg.mmu.port_headroom_bytes.push_back(
+                static_cast<uint32_t>(3.0 * static_cast<double>(pc.rate_bps) / 8.0 * delayS) + m_headroomExtraBytes);
+        }
+        if (m_pfcAlphaBaseRate.GetBitRate() > 0)
+        {
+            cfg.mmu.port_pfc_alpha.push_back(std::min(
+                1.0,
+                m_pfcAlpha * static_cast<double>(pc.rate_bps) / static_cast<double>(m_pfcAlphaBaseRate.GetBitRate())));
         }
     }
     cfg.mmu.buffer_bytes = m_bufferBytes;
     cfg.mmu.reserve_bytes = m_reserveBytes;
-    cfg.mmu.headroom_bytes = static_cast<uint32_t>(headroom);
+    cfg.mmu.headroom_bytes = m_headroomBytes;
     cfg.mmu.egress_alpha = m_egressAlpha;
     cfg.mmu.lossless = m_lossless;
     cfg.mmu.pfc_dynamic = m_pfcDynamic;
     cfg.mmu.pfc_alpha = m_pfcAlpha;
     cfg.mmu.resume_offset_bytes = m_resumeOffsetBytes;
     cfg.ecmp.seed = m_ecmpSeed ? m_ecmpSeed : 0x9e3779b9u * (GetId() + 1);
-    if (m_dodgeField == "dscp")
-    {
-        cfg.ecmp.dodge_field = fab::DodgeField::kDscp;
-    }
-    else if (m_dodgeField == "udp-sport")
-    {
-        cfg.ecmp.dodge_field = fab::DodgeField::kUdpSport;
-    }
-    else
-    {
-        NS_ABORT_MSG_IF(m_dodgeField != "none", "DodgeField must be none, dscp or udp-sport");
-    }
+    NS_ABORT_MSG_UNLESS(wire::parse_dodge_field(m_dodgeField, &cfg.ecmp.dodge_field),
+                        "DodgeField '" << m_dodgeField << "' is not " << wire::kDodgeFieldNames);
     // DodgeMask 0: the field's default, as tita-switch and the engine use it.
-    cfg.ecmp.dodge_mask = m_dodgeMask ? m_dodgeMask
-                          : cfg.ecmp.dodge_field == fab::DodgeField::kDscp ? uint16_t{0x07}
-                          : cfg.ecmp.dodge_field == fab::DodgeField::kUdpSport ? uint16_t{0x000f}
-                                                                               : uint16_t{0};
+    cfg.ecmp.dodge_mask = m_dodgeMask ? m_dodgeMask : wire::dodge_default_mask(cfg.ecmp.dodge_field);
     cfg.ecmp.dodge_stride = m_dodgeStride;
     cfg.classify.trust_pcp = m_trustPcp;
     cfg.int_enabled = m_int;
@@ -329,6 +337,9 @@ TitaSwitchNode::Setup()
     // of descriptors before PFC (which counts bytes) had paused anyone.
     cfg.max_packets =
         m_maxPackets ? m_maxPackets : static_cast<uint32_t>(std::max<uint64_t>(1024, m_bufferBytes / 256));
+    // Most switches of a large fabric hold a few packets at a time: descriptors
+    // are added as queues grow (fabric doubles them up to max_packets).
+    cfg.initial_packets = std::min<uint32_t>(cfg.max_packets, 256);
     std::string err;
     NS_ABORT_MSG_IF(m_core.init(cfg, &err) != 0, "switch " << GetId() << ": " << err);
     m_ready = true;
@@ -373,7 +384,7 @@ TitaSwitchNode::AddRoute(Ipv4Address dst, const std::vector<uint16_t>& ports)
 void
 TitaSwitchNode::ClearRoutes()
 {
-    // The data plane keeps its table; routes are replaced by AddRoute.
+    m_core.clear_routes();
 }
 
 void
@@ -424,22 +435,7 @@ TitaSwitchNode::Receive(uint16_t port, TitaPacketPtr p)
     f.data_len = n;
     f.frame_bytes = size;
     // Where the IP datagram ends: the telemetry trailer follows it.
-    uint32_t l3 = sizeof(wire::EthHdr);
-    uint16_t type = n >= 14 ? static_cast<uint16_t>(h[12] << 8 | h[13]) : 0;
-    if (type == wire::kEtherTypeVlan && n >= 18)
-    {
-        l3 += sizeof(wire::VlanTag);
-        type = static_cast<uint16_t>(h[16] << 8 | h[17]);
-    }
-    uint32_t dgEnd = 0;
-    if (type == wire::kEtherTypeIpv4 && n >= l3 + 4)
-    {
-        dgEnd = l3 + (static_cast<uint32_t>(h[l3 + 2]) << 8 | h[l3 + 3]);
-    }
-    else if (type == wire::kEtherTypeIpv6 && n >= l3 + 6)
-    {
-        dgEnd = l3 + sizeof(wire::Ipv6Hdr) + (static_cast<uint32_t>(h[l3 + 4]) << 8 | h[l3 + 5]);
-    }
+    const uint32_t dgEnd = wire::datagram_end(h, n, size);
     const uint32_t tailAt = n + p->PayloadLen();
     if (dgEnd >= tailAt && dgEnd < size && p->TailLen() > 0)
     {

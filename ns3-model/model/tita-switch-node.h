@@ -11,6 +11,7 @@
 #include "tita-frame.h"
 #include "tita-net-device.h"
 
+#include "ns3/data-rate.h"
 #include "ns3/event-id.h"
 #include "ns3/ipv4-address.h"
 #include "ns3/node.h"
@@ -122,7 +123,9 @@ class TitaSwitchNode : public Node
     uint64_t m_bufferBytes;
     uint32_t m_reserveBytes;
     uint32_t m_headroomBytes;
+    uint32_t m_headroomExtraBytes;
     double m_pfcAlpha;
+    DataRate m_pfcAlphaBaseRate;
     bool m_pfcDynamic;
     uint32_t m_resumeOffsetBytes;
     uint8_t m_lossless;
