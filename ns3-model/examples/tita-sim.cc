@@ -9,8 +9,10 @@
 //            --cc=hpcc --duration=10ms --out=out/ws30-hpcc
 #include "tita-flow-manager.h"
 #include "tita-network-helper.h"
+#include "tita-presets.h"
 #include "tita-simulator-impl.h"
 #include "tita-topology.h"
+#include "tita-units.h"
 #include "tita-workload.h"
 #include "tita/fabric/types.h"
 
@@ -34,6 +36,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -44,15 +47,28 @@ NS_LOG_COMPONENT_DEFINE("TitaSim");
 namespace
 {
 
-// "kind:k=v,k=v" -> kind and a map.
+// A mistake in what the user asked for: one line, exit status 2, before any
+// simulation work.
+[[noreturn]] void
+Usage(const std::string& msg)
+{
+    std::cerr << "tita-sim: " << msg << "\n";
+    std::exit(2);
+}
+
+// "kind:k=v,k=v" -> kind and a map. Every getter names the spec in its message;
+// Check() rejects keys no getter asked for (a typo is an error, not a default).
 struct Spec
 {
+    std::string what; // "--topo", "--workload"
     std::string kind;
     std::map<std::string, std::string> kv;
+    mutable std::set<std::string> asked;
 
-    static Spec Parse(const std::string& s)
+    static Spec Parse(const std::string& what, const std::string& s)
     {
         Spec sp;
+        sp.what = what;
         const auto colon = s.find(':');
         sp.kind = s.substr(0, colon);
         if (colon == std::string::npos)
@@ -64,6 +80,10 @@ struct Spec
         while (std::getline(ss, item, ','))
         {
             const auto eq = item.find('=');
+            if (item.empty())
+            {
+                continue;
+            }
             if (eq == std::string::npos)
             {
                 sp.kv[item] = "1";
@@ -76,97 +96,205 @@ struct Spec
         return sp;
     }
 
+    const std::string* Find(const std::string& k) const
+    {
+        asked.insert(k);
+        auto it = kv.find(k);
+        return it == kv.end() ? nullptr : &it->second;
+    }
+    [[noreturn]] void Bad(const std::string& k, const std::string& why) const
+    {
+        Usage(what + "=" + kind + ": " + k + ": " + why);
+    }
     std::string Str(const std::string& k, const std::string& def) const
     {
-        auto it = kv.find(k);
-        return it == kv.end() ? def : it->second;
+        const std::string* v = Find(k);
+        return v ? *v : def;
     }
-    double Num(const std::string& k, double def) const
+    double Real(const std::string& k, double def, double lo, double hi) const
     {
-        auto it = kv.find(k);
-        if (it == kv.end())
+        const std::string* v = Find(k);
+        if (!v)
         {
             return def;
         }
         std::size_t pos = 0;
-        const double v = std::stod(it->second, &pos);
-        const std::string unit = it->second.substr(pos);
-        if (unit.empty())
+        double x = 0;
+        try
         {
-            return v;
+            x = std::stod(*v, &pos);
         }
-        switch (unit[0])
+        catch (...)
         {
-        case 'k':
-        case 'K':
-            return v * 1e3;
-        case 'M':
-            return v * 1e6;
-        case 'G':
-            return v * 1e9;
-        case 'T':
-            return v * 1e12;
-        default:
-            NS_ABORT_MSG("bad number '" << it->second << "' for " << k);
+            pos = 0;
         }
-        return v;
+        if (pos == 0 || pos != v->size())
+        {
+            Bad(k, "'" + *v + "' is not a number");
+        }
+        if (x < lo || x > hi)
+        {
+            std::ostringstream o;
+            o << *v << " is out of range [" << lo << ", " << hi << "]";
+            Bad(k, o.str());
+        }
+        return x;
+    }
+    uint32_t Count(const std::string& k, uint32_t def, uint32_t lo = 0) const
+    {
+        const std::string* v = Find(k);
+        uint64_t n = def;
+        std::string err;
+        if (v && !TitaParseCount(*v, &n, &err))
+        {
+            Bad(k, err);
+        }
+        if (n < lo || n > UINT32_MAX)
+        {
+            Bad(k, std::to_string(n) + " is out of range (at least " + std::to_string(lo) + ")");
+        }
+        return static_cast<uint32_t>(n);
+    }
+    bool Flag(const std::string& k, bool def) const
+    {
+        const std::string* v = Find(k);
+        if (v && *v != "0" && *v != "1")
+        {
+            Bad(k, "'" + *v + "': expected 0 or 1");
+        }
+        return v ? *v == "1" : def;
+    }
+    uint64_t Rate(const std::string& k, uint64_t def) const
+    {
+        const std::string* v = Find(k);
+        uint64_t bps = def;
+        std::string err;
+        if (v && (!TitaParseRate(*v, &bps, &err) || bps == 0))
+        {
+            Bad(k, err.empty() ? "a rate must be above 0" : err);
+        }
+        return bps;
+    }
+    // Bare numbers are nanoseconds.
+    uint64_t TimeNs(const std::string& k, uint64_t def) const
+    {
+        const std::string* v = Find(k);
+        Time t = NanoSeconds(def);
+        std::string err;
+        if (v && !TitaParseTime(*v, "ns", &t, &err))
+        {
+            Bad(k, err);
+        }
+        return static_cast<uint64_t>(t.GetNanoSeconds());
+    }
+    uint64_t Bytes(const std::string& k, uint64_t def) const
+    {
+        const std::string* v = Find(k);
+        uint64_t n = def;
+        std::string err;
+        if (v && !TitaParseBytes(*v, &n, &err))
+        {
+            Bad(k, err);
+        }
+        return n;
+    }
+    void Check() const
+    {
+        for (const auto& [k, v] : kv)
+        {
+            if (asked.count(k) == 0)
+            {
+                std::string known;
+                for (const auto& a : asked)
+                {
+                    known += (known.empty() ? "" : ", ") + a;
+                }
+                Usage(what + "=" + kind + ": unknown key '" + k + "' (known: " + known + ")");
+            }
+        }
     }
 };
+
+// A time option of the command line (bare numbers are seconds, as in ns-3).
+Time
+TimeOption(const std::string& name, const std::string& text)
+{
+    Time t;
+    std::string err;
+    if (!TitaParseTime(text, "s", &t, &err))
+    {
+        Usage("--" + name + ": " + err);
+    }
+    return t;
+}
 
 TitaTopology
 MakeTopology(const std::string& arg)
 {
-    const Spec sp = Spec::Parse(arg);
+    const Spec sp = Spec::Parse("--topo", arg);
+    TitaTopology t;
     if (sp.kind == "fattree")
     {
         TitaTopology::FatTreeParams p;
-        p.pods = static_cast<uint32_t>(sp.Num("pods", p.pods));
-        p.torsPerPod = static_cast<uint32_t>(sp.Num("tors", p.torsPerPod));
-        p.aggsPerPod = static_cast<uint32_t>(sp.Num("aggs", p.aggsPerPod));
-        p.hostsPerTor = static_cast<uint32_t>(sp.Num("hosts", p.hostsPerTor));
-        p.coresPerAgg = static_cast<uint32_t>(sp.Num("cores", p.coresPerAgg));
-        p.hostRateBps = static_cast<uint64_t>(sp.Num("host_rate", p.hostRateBps));
-        p.torAggRateBps = static_cast<uint64_t>(sp.Num("fabric_rate", p.torAggRateBps));
-        p.aggCoreRateBps = static_cast<uint64_t>(sp.Num("core_rate", p.torAggRateBps));
-        p.linkDelayNs = static_cast<uint64_t>(sp.Num("delay", p.linkDelayNs));
-        p.oversubscription = sp.Num("oversub", 0);
-        return TitaTopology::FatTree(p);
+        p.pods = sp.Count("pods", p.pods, 1);
+        p.torsPerPod = sp.Count("tors", p.torsPerPod, 1);
+        p.aggsPerPod = sp.Count("aggs", p.aggsPerPod, 1);
+        p.hostsPerTor = sp.Count("hosts", p.hostsPerTor, 1);
+        p.coresPerAgg = sp.Count("cores", p.coresPerAgg, 1);
+        p.hostRateBps = sp.Rate("host_rate", p.hostRateBps);
+        p.torAggRateBps = sp.Rate("fabric_rate", p.torAggRateBps);
+        p.aggCoreRateBps = sp.Rate("core_rate", p.torAggRateBps);
+        p.linkDelayNs = sp.TimeNs("delay", p.linkDelayNs);
+        p.oversubscription = sp.Real("oversub", 0, 0, 1000);
+        sp.Check();
+        t = TitaTopology::FatTree(p);
     }
-    if (sp.kind == "multirail")
+    else if (sp.kind == "multirail")
     {
         TitaTopology::MultiRailParams p;
-        p.blocks = static_cast<uint32_t>(sp.Num("blocks", p.blocks));
-        p.serversPerBlock = static_cast<uint32_t>(sp.Num("servers", p.serversPerBlock));
-        p.gpusPerServer = static_cast<uint32_t>(sp.Num("gpus", p.gpusPerServer));
-        p.spines = static_cast<uint32_t>(sp.Num("spines", p.spines));
-        p.linksPerSpine = static_cast<uint32_t>(sp.Num("links_per_spine", p.linksPerSpine));
-        p.nicRateBps = static_cast<uint64_t>(sp.Num("nic_rate", p.nicRateBps));
-        p.fabricRateBps = static_cast<uint64_t>(sp.Num("fabric_rate", p.fabricRateBps));
-        p.linkDelayNs = static_cast<uint64_t>(sp.Num("delay", p.linkDelayNs));
-        p.nvlink = sp.Num("nvlink", 0) != 0;
-        p.nvlinkRateBps = static_cast<uint64_t>(sp.Num("nvlink_rate", p.nvlinkRateBps));
-        return TitaTopology::MultiRail(p);
+        p.blocks = sp.Count("blocks", p.blocks, 1);
+        p.serversPerBlock = sp.Count("servers", p.serversPerBlock, 1);
+        p.gpusPerServer = sp.Count("gpus", p.gpusPerServer, 1);
+        p.spines = sp.Count("spines", p.spines, 1);
+        p.linksPerSpine = sp.Count("links_per_spine", p.linksPerSpine, 1);
+        p.nicRateBps = sp.Rate("nic_rate", p.nicRateBps);
+        p.fabricRateBps = sp.Rate("fabric_rate", p.fabricRateBps);
+        p.linkDelayNs = sp.TimeNs("delay", p.linkDelayNs);
+        p.nvlink = sp.Flag("nvlink", false);
+        p.nvlinkRateBps = sp.Rate("nvlink_rate", p.nvlinkRateBps);
+        sp.Check();
+        t = TitaTopology::MultiRail(p);
     }
-    if (sp.kind == "star")
+    else if (sp.kind == "star")
     {
         // n hosts on one switch (incast experiments).
-        TitaTopology t;
-        const uint32_t n = static_cast<uint32_t>(sp.Num("n", 3));
+        const uint32_t n = sp.Count("n", 3, 2);
+        const uint64_t rate = sp.Rate("rate", 100'000'000'000);
+        const uint64_t delay = sp.TimeNs("delay", 1000);
+        sp.Check();
         const uint32_t sw = t.AddSwitch("tor", 1);
         for (uint32_t i = 0; i < n; ++i)
         {
-            const uint32_t h = t.AddHost("host" + std::to_string(i));
-            t.AddLink(h,
-                      sw,
-                      static_cast<uint64_t>(sp.Num("rate", 100e9)),
-                      static_cast<uint64_t>(sp.Num("delay", 1000)));
+            t.AddLink(t.AddHost("host" + std::to_string(i)), sw, rate, delay);
         }
-        return t;
     }
-    const std::string path = sp.kind == "file" ? sp.Str("path", "") : arg;
-    TitaTopology t;
-    std::string err;
-    NS_ABORT_MSG_IF(!TitaTopology::ReadHpcc(path, &t, &err), err);
+    else
+    {
+        const std::string path = sp.kind == "file" ? sp.Str("path", "") : arg;
+        if (sp.kind == "file")
+        {
+            sp.Check();
+        }
+        std::string err;
+        if (!TitaTopology::ReadHpcc(path, &t, &err))
+        {
+            Usage("--topo: " + err);
+        }
+    }
+    if (t.Hosts().size() < 2)
+    {
+        Usage("--topo=" + arg + ": fewer than two hosts");
+    }
     return t;
 }
 
@@ -205,7 +333,7 @@ MakeRanks(const TitaNetworkHelper& net, const Spec& sp)
     const std::string n = sp.Str("ranks", "all");
     if (n != "all")
     {
-        const auto want = static_cast<std::size_t>(std::stoul(n));
+        const std::size_t want = sp.Count("ranks", 0, 2);
         if (topo.GetNServers() > 0 && sp.Str("order", "rail") == "rail")
         {
             // The first want/gpus servers, all their GPUs.
@@ -225,6 +353,10 @@ MakeRanks(const TitaNetworkHelper& net, const Spec& sp)
         {
             ranks.resize(want);
         }
+    }
+    if (ranks.size() < 2)
+    {
+        Usage(sp.what + "=" + sp.kind + ": needs at least two ranks");
     }
     return ranks;
 }
@@ -260,6 +392,7 @@ main(int argc, char* argv[])
     bool names = false;
     std::string intOff;
     std::string seriesArg = "0s";
+    std::string presetName;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("Runs a tita data-centre simulation. Every ns-3 attribute is settable too, e.g.\n"
@@ -291,20 +424,98 @@ main(int argc, char* argv[])
     cmd.AddValue("int-off",
                  "INT off on some switches: all | half (every other switch of each tier) | tor | agg | core",
                  intOff);
+    cmd.AddValue("preset",
+                 "Configure hosts, switches and the algorithm as another simulator does: hpcc-artifact "
+                 "(the HPCC paper's simulator as its run.py sets it up; doc/ns3-vs-hpcc-artifact.md). "
+                 "Attributes given on the command line win",
+                 presetName);
     cmd.Parse(argc, argv);
 
     const auto wallStart = std::chrono::steady_clock::now();
-    std::filesystem::create_directories(outDir);
-    const Time duration(durationArg);
-    const Time stop(stopArg);
+    const Time duration = TimeOption("duration", durationArg);
+    const Time stop = TimeOption("stop", stopArg);
+    if (!stop.IsStrictlyPositive())
+    {
+        Usage("--stop must be above 0");
+    }
 
     TitaTopology topo = MakeTopology(topoArg);
+    uint64_t hostBps = 0;
+    for (const auto& l : topo.Links())
+    {
+        if (l.a == topo.Hosts().front() || l.b == topo.Hosts().front())
+        {
+            hostBps = l.rateBps;
+            break;
+        }
+    }
+
+    // The preset first, then what the command line says: attributes named on
+    // it are left as given, parameters in --cc-params come after the preset's.
+    if (!presetName.empty())
+    {
+        TitaPreset preset;
+        std::string err;
+        if (!TitaGetPreset(presetName, cc, hostBps, &preset, &err))
+        {
+            Usage("--preset: " + err);
+        }
+        std::set<std::string> given;
+        for (int i = 1; i < argc; ++i)
+        {
+            const std::string arg = argv[i];
+            if (arg.rfind("--ns3::", 0) == 0)
+            {
+                given.insert(arg.substr(2, arg.find('=') - 2));
+            }
+        }
+        for (const auto& path : TitaApplyPreset(preset, given))
+        {
+            std::cerr << "tita-sim: preset " << presetName << ": --" << path << " as given\n";
+        }
+        if (!preset.ccParams.empty())
+        {
+            ccParams = preset.ccParams + (ccParams.empty() ? "" : "," + ccParams);
+        }
+    }
+    // The algorithm and every parameter, checked (and units converted) now.
+    std::vector<std::string> ccParamList;
+    {
+        std::string err;
+        if (!TitaCcParams(cc, ccParams, &ccParamList, &err))
+        {
+            Usage("--cc=" + cc + ": " + err);
+        }
+        ccParams.clear();
+        for (const auto& p : ccParamList)
+        {
+            ccParams += (ccParams.empty() ? "" : ",") + p;
+        }
+    }
+
     TitaNetworkHelper net;
     net.EnableNames(names);
     if (!net.SetIntOff(intOff))
     {
-        std::cerr << "tita-sim: --int-off=" << intOff << ": expected all, half, tor, agg or core\n";
-        return 2;
+        Usage("--int-off=" + intOff + ": expected all, half, tor, agg or core");
+    }
+    std::vector<uint32_t> pcapList;
+    {
+        std::stringstream ss(pcapHosts);
+        std::string x;
+        while (std::getline(ss, x, ','))
+        {
+            uint64_t h = 0;
+            std::string err;
+            if (!x.empty() && (!TitaParseCount(x, &h, &err) || h >= topo.Hosts().size()))
+            {
+                Usage("--pcap: '" + x + "' is not a host index below " + std::to_string(topo.Hosts().size()));
+            }
+            if (!x.empty())
+            {
+                pcapList.push_back(static_cast<uint32_t>(h));
+            }
+        }
     }
     net.Build(topo);
     if (!intOff.empty())
@@ -312,14 +523,160 @@ main(int argc, char* argv[])
         std::cerr << "tita-sim: INT off on " << net.GetIntOffCount() << " switches (" << intOff << ")\n";
     }
     std::cerr << "tita-sim: " << topo.Describe() << ", max base RTT " << net.GetMaxBaseRttNs() << " ns, cc "
-              << cc << (ccParams.empty() ? "" : " " + ccParams) << "\n";
+              << cc << (ccParams.empty() ? "" : " " + ccParams)
+              << (presetName.empty() ? "" : ", preset " + presetName) << "\n";
 
     Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
     mgr->SetAttribute("Cc", StringValue(cc));
     mgr->SetAttribute("CcParams", StringValue(ccParams));
     mgr->SetNetwork(&net);
 
-    // ---- outputs
+    // ---- workload
+    std::vector<std::shared_ptr<TitaCollective>> collectives;
+    std::stringstream wl(workloadArg);
+    std::string item;
+    Time arrivalsEnd = Time(0);
+    Time firstStart = Time::Max();
+    uint64_t scheduled = 0;
+    int32_t nextCollective = 0;
+    std::vector<uint32_t> allHosts;
+    for (uint32_t h = 0; h < net.GetNHosts(); ++h)
+    {
+        if (!topo.Vertices()[topo.Hosts()[h]].nvlink)
+        {
+            allHosts.push_back(h);
+        }
+    }
+    auto schedule = [&](std::vector<TitaFlowSpec> flows) {
+        if (!flows.empty())
+        {
+            firstStart = std::min(firstStart, flows.front().start);
+            arrivalsEnd = std::max(arrivalsEnd, flows.back().start);
+        }
+        scheduled += flows.size();
+        TitaWorkload::Schedule(mgr, std::move(flows));
+    };
+    while (std::getline(wl, item, ';'))
+    {
+        const Spec sp = Spec::Parse("--workload", item);
+        if (sp.kind == "poisson")
+        {
+            TitaFlowSizeCdf cdf;
+            std::string err;
+            const std::string cdfPath = sp.Str("cdf", "data/workloads/websearch.cdf");
+            const double load = sp.Real("load", 0.3, 1e-6, 1);
+            const Time at = NanoSeconds(sp.TimeNs("at", 0));
+            sp.Check();
+            if (!cdf.Load(cdfPath, &err))
+            {
+                Usage("--workload=poisson: " + err);
+            }
+            if (!duration.IsStrictlyPositive())
+            {
+                Usage("--workload=poisson needs --duration above 0");
+            }
+            const uint64_t rate = net.GetNic(allHosts.front())->GetDataRate().GetBitRate();
+            auto flows = TitaWorkload::Poisson(cdf, allHosts, load, rate, at, duration, seed);
+            std::cerr << "tita-sim: " << flows.size() << " Poisson flows, mean size " << cdf.MeanBytes()
+                      << " B, load " << load << "\n";
+            schedule(std::move(flows));
+        }
+        else if (sp.kind == "flows")
+        {
+            std::vector<TitaFlowSpec> flows;
+            std::string err;
+            const std::string path = sp.Str("path", "");
+            sp.Check();
+            const auto& t = topo;
+            if (!TitaWorkload::ReadHpccFlows(
+                    path,
+                    [&t](uint32_t node) { return node < t.Vertices().size() ? t.HostIndexOf(node) : -1; },
+                    &flows,
+                    &err))
+            {
+                Usage("--workload=flows: " + err);
+            }
+            schedule(std::move(flows));
+        }
+        else if (sp.kind == "incast")
+        {
+            const uint32_t n = sp.Count("senders", 16, 1);
+            const uint32_t recv = sp.Count("receiver", 0);
+            const uint64_t bytes = sp.Bytes("bytes", 500'000);
+            const Time at = NanoSeconds(sp.TimeNs("at", 0));
+            const Time jitter = NanoSeconds(sp.TimeNs("jitter", 0));
+            sp.Check();
+            if (recv >= allHosts.size() || n >= allHosts.size())
+            {
+                Usage("--workload=incast: receiver " + std::to_string(recv) + " and " + std::to_string(n) +
+                      " senders need more than " + std::to_string(allHosts.size()) + " hosts");
+            }
+            std::vector<uint32_t> senders;
+            for (uint32_t h : allHosts)
+            {
+                if (h != recv && senders.size() < n)
+                {
+                    senders.push_back(h);
+                }
+            }
+            schedule(TitaWorkload::Incast(senders, recv, bytes, at, jitter, seed + 1));
+        }
+        else if (sp.kind == "allreduce" || sp.kind == "alltoall")
+        {
+            const uint64_t bytes = sp.Bytes("bytes", 1'000'000);
+            const Time at = NanoSeconds(sp.TimeNs("at", 0));
+            const bool pxn = sp.kind == "alltoall" && sp.Flag("pxn", false);
+            auto ranks = MakeRanks(net, sp);
+            sp.Check();
+            std::shared_ptr<TitaCollective> c;
+            if (sp.kind == "allreduce")
+            {
+                c = TitaCollective::RingAllReduce(mgr, nextCollective++, ranks, bytes, at);
+            }
+            else if (pxn)
+            {
+                c = TitaCollective::AllToAllPxn(mgr, nextCollective++, ranks, bytes, at);
+            }
+            else
+            {
+                c = TitaCollective::AllToAll(mgr, nextCollective++, ranks, bytes, at);
+            }
+            std::cerr << "tita-sim: " << c->GetKind() << " over " << ranks.size() << " ranks, " << bytes
+                      << " B\n";
+            collectives.push_back(c);
+            firstStart = std::min(firstStart, at);
+            arrivalsEnd = std::max(arrivalsEnd, at);
+            ++scheduled;
+        }
+        else
+        {
+            Usage("--workload: unknown kind '" + sp.kind +
+                  "' (known: poisson, flows, incast, allreduce, alltoall)");
+        }
+    }
+    if (scheduled == 0)
+    {
+        Usage("--workload=" + workloadArg + " starts no flow");
+    }
+    if (firstStart >= stop)
+    {
+        std::ostringstream o;
+        o << "no flow starts before --stop=" << stopArg << " (the first starts at " << firstStart.As(Time::MS)
+          << "): raise --stop";
+        Usage(o.str());
+    }
+    if (arrivalsEnd >= stop)
+    {
+        std::cerr << "tita-sim: warning: flows keep arriving until " << arrivalsEnd.As(Time::MS)
+                  << ", after --stop=" << stopArg << ": the later ones never start\n";
+    }
+    std::filesystem::create_directories(outDir);
+    for (uint32_t h : pcapList)
+    {
+        net.EnablePcap(outDir + "/nic", h);
+    }
+
+    // ---- outputs (everything above was checked; from here on, work)
     std::ofstream fct(outDir + "/fct.csv");
     fct << "id,src,dst,bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,hops,ok,group,step\n";
     mgr->TraceConnectWithoutContext(
@@ -375,7 +732,7 @@ main(int argc, char* argv[])
     }
     // Queue length histograms (1 KB buckets) of every switch egress port, sampled.
     std::vector<std::vector<std::vector<uint64_t>>> qhist(net.GetSwitches().size());
-    const Time qInterval(qlenInterval);
+    const Time qInterval = TimeOption("qlen-interval", qlenInterval);
     std::function<void()> sampleQueues = [&]() {
         for (std::size_t s = 0; s < net.GetSwitches().size(); ++s)
         {
@@ -402,7 +759,7 @@ main(int argc, char* argv[])
     // Time series for small experiments (sim-vs-DPDK comparisons): per active
     // flow, bytes the receiver executed in order and the sender's CC output;
     // per switch egress port with a queue, its length.
-    const Time seriesInterval(seriesArg);
+    const Time seriesInterval = TimeOption("series", seriesArg);
     std::ofstream flowSeries;
     std::ofstream qlenSeries;
     std::unordered_map<uint32_t, uint64_t> lastDelivered;
@@ -444,134 +801,13 @@ main(int argc, char* argv[])
         Simulator::Schedule(seriesInterval, sampleSeries);
     }
 
-    // ---- workload
-    std::vector<std::shared_ptr<TitaCollective>> collectives;
-    std::stringstream wl(workloadArg);
-    std::string item;
-    Time arrivalsEnd = Time(0);
-    int32_t nextCollective = 0;
-    std::vector<uint32_t> allHosts;
-    for (uint32_t h = 0; h < net.GetNHosts(); ++h)
-    {
-        if (!topo.Vertices()[topo.Hosts()[h]].nvlink)
-        {
-            allHosts.push_back(h);
-        }
-    }
-    while (std::getline(wl, item, ';'))
-    {
-        const Spec sp = Spec::Parse(item);
-        if (sp.kind == "poisson")
-        {
-            TitaFlowSizeCdf cdf;
-            std::string err;
-            NS_ABORT_MSG_IF(!cdf.Load(sp.Str("cdf", "data/workloads/websearch.cdf"), &err), err);
-            const uint64_t rate = net.GetNic(allHosts.front())->GetDataRate().GetBitRate();
-            auto flows = TitaWorkload::Poisson(cdf,
-                                               allHosts,
-                                               sp.Num("load", 0.3),
-                                               rate,
-                                               NanoSeconds(static_cast<uint64_t>(sp.Num("at", 0))),
-                                               duration,
-                                               seed);
-            std::cerr << "tita-sim: " << flows.size() << " Poisson flows, mean size " << cdf.MeanBytes()
-                      << " B, load " << sp.Num("load", 0.3) << "\n";
-            if (!flows.empty())
-            {
-                arrivalsEnd = std::max(arrivalsEnd, flows.back().start);
-            }
-            TitaWorkload::Schedule(mgr, std::move(flows));
-        }
-        else if (sp.kind == "flows")
-        {
-            std::vector<TitaFlowSpec> flows;
-            std::string err;
-            const auto& t = topo;
-            NS_ABORT_MSG_IF(!TitaWorkload::ReadHpccFlows(
-                                sp.Str("path", ""),
-                                [&t](uint32_t node) {
-                                    return node < t.Vertices().size() ? t.HostIndexOf(node) : -1;
-                                },
-                                &flows,
-                                &err),
-                            err);
-            if (!flows.empty())
-            {
-                arrivalsEnd = std::max(arrivalsEnd, flows.back().start);
-            }
-            TitaWorkload::Schedule(mgr, std::move(flows));
-        }
-        else if (sp.kind == "incast")
-        {
-            const auto n = static_cast<uint32_t>(sp.Num("senders", 16));
-            const auto recv = static_cast<uint32_t>(sp.Num("receiver", 0));
-            std::vector<uint32_t> senders;
-            for (uint32_t h : allHosts)
-            {
-                if (h != recv && senders.size() < n)
-                {
-                    senders.push_back(h);
-                }
-            }
-            auto flows = TitaWorkload::Incast(senders,
-                                              recv,
-                                              static_cast<uint64_t>(sp.Num("bytes", 500e3)),
-                                              NanoSeconds(static_cast<uint64_t>(sp.Num("at", 0))),
-                                              NanoSeconds(static_cast<uint64_t>(sp.Num("jitter", 0))),
-                                              seed + 1);
-            arrivalsEnd = std::max(arrivalsEnd, flows.back().start);
-            TitaWorkload::Schedule(mgr, std::move(flows));
-        }
-        else if (sp.kind == "allreduce" || sp.kind == "alltoall")
-        {
-            auto ranks = MakeRanks(net, sp);
-            const auto bytes = static_cast<uint64_t>(sp.Num("bytes", 1e6));
-            const Time at = NanoSeconds(static_cast<uint64_t>(sp.Num("at", 0)));
-            std::shared_ptr<TitaCollective> c;
-            if (sp.kind == "allreduce")
-            {
-                c = TitaCollective::RingAllReduce(mgr, nextCollective++, ranks, bytes, at);
-            }
-            else if (sp.Num("pxn", 0) != 0)
-            {
-                c = TitaCollective::AllToAllPxn(mgr, nextCollective++, ranks, bytes, at);
-            }
-            else
-            {
-                c = TitaCollective::AllToAll(mgr, nextCollective++, ranks, bytes, at);
-            }
-            std::cerr << "tita-sim: " << c->GetKind() << " over " << ranks.size() << " ranks, " << bytes
-                      << " B\n";
-            collectives.push_back(c);
-            arrivalsEnd = std::max(arrivalsEnd, at);
-        }
-        else
-        {
-            NS_ABORT_MSG("unknown workload '" << sp.kind << "'");
-        }
-    }
-
-    for (const std::string& h : [&] {
-             std::vector<std::string> v;
-             std::stringstream ss(pcapHosts);
-             std::string x;
-             while (std::getline(ss, x, ','))
-             {
-                 if (!x.empty())
-                 {
-                     v.push_back(x);
-                 }
-             }
-             return v;
-         }())
-    {
-        net.EnablePcap(outDir + "/nic", static_cast<uint32_t>(std::stoul(h)));
-    }
-
     // ---- run: until arrivals are over and everything has completed, or --stop.
+    // Progress: the simulated speed is the average since the run started (one
+    // busy or idle stretch says little), and the ETA covers what is known: the
+    // arrivals; after them, the line says how many flows are still draining.
     auto lastPrint = std::chrono::steady_clock::now();
-    uint64_t lastEvents = 0;
-    double lastSim = 0;
+    std::chrono::steady_clock::time_point runStart;
+    const double endMs = std::min(arrivalsEnd, stop).GetSeconds() * 1e3;
     std::function<void()> watch = [&]() {
         bool busy = Simulator::Now() <= arrivalsEnd || mgr->GetActive() > 0;
         for (const auto& c : collectives)
@@ -584,34 +820,38 @@ main(int argc, char* argv[])
             return;
         }
         const auto now = std::chrono::steady_clock::now();
-        const double dt = std::chrono::duration<double>(now - lastPrint).count();
-        if (progress > 0 && dt >= progress)
+        if (progress > 0 && std::chrono::duration<double>(now - lastPrint).count() >= progress)
         {
-            const uint64_t ev = Simulator::GetEventCount();
+            const double ran = std::chrono::duration<double>(now - runStart).count();
             const double simMs = Simulator::Now().GetSeconds() * 1e3;
-            const double rate = (ev - lastEvents) / dt;
-            const double msPerS = (simMs - lastSim) / dt;
-            const double target = std::max(arrivalsEnd.GetSeconds() * 1e3, simMs);
+            const double msPerS = ran > 0 ? simMs / ran : 0;
+            char tail[96];
+            if (simMs < endMs)
+            {
+                std::snprintf(tail, sizeof tail, "arrivals end in ~%.0fs", msPerS > 0 ? (endMs - simMs) / msPerS : 0.0);
+            }
+            else
+            {
+                std::snprintf(tail, sizeof tail, "arrivals over, %u flows draining", mgr->GetActive());
+            }
             std::fprintf(stderr,
-                         "[%7.1fs] sim %.3f ms | %.0f events/s | %.3f sim-ms/s | flows %u/%u active %u | "
-                         "ETA(arrivals) %.0fs\n",
+                         "[%7.1fs] sim %.3f ms | %.0f events/s | %.3f sim-ms/s | flows %u/%u active %u%s | %s\n",
                          std::chrono::duration<double>(now - wallStart).count(),
                          simMs,
-                         rate,
+                         ran > 0 ? Simulator::GetEventCount() / ran : 0.0,
                          msPerS,
                          mgr->GetFinished(),
                          mgr->GetStarted(),
                          mgr->GetActive(),
-                         msPerS > 0 ? (target - simMs) / msPerS : 0.0);
+                         mgr->GetActive() == 0 ? " (idle)" : "",
+                         tail);
             lastPrint = now;
-            lastEvents = ev;
-            lastSim = simMs;
         }
         Simulator::Schedule(MicroSeconds(20), watch);
     };
     Simulator::Schedule(MicroSeconds(20), watch);
     Simulator::Stop(stop);
-    const auto runStart = std::chrono::steady_clock::now();
+    runStart = std::chrono::steady_clock::now();
     Simulator::Run();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
     const double simEnd = Simulator::Now().GetSeconds();
@@ -689,9 +929,27 @@ main(int argc, char* argv[])
         drops += sw->GetDrops();
     }
     uint64_t nicDrops = 0;
+    // Frames the NICs' engines refused, by reason (a lossless run has none).
+    std::map<std::string, uint64_t> nicDropsByReason;
     for (uint32_t h = 0; h < net.GetNHosts(); ++h)
     {
         nicDrops += net.GetNic(h)->GetEngineDrops();
+        const auto& c = net.GetNic(h)->GetEngine().counters();
+        uint64_t parse = 0;
+        for (uint64_t n : c.rx_parse_errors)
+        {
+            parse += n;
+        }
+        for (auto [name, n] : {std::pair<const char*, uint64_t>{"parse_error", parse},
+                               {"not_for_us", c.rx_not_for_us},
+                               {"unknown_qp", c.rx_unknown_qp},
+                               {"bad_pkey", c.rx_bad_pkey},
+                               {"qp_not_ready", c.rx_qp_not_ready},
+                               {"control_ring_full", c.control_ring_full},
+                               {"ooo_pool_full", c.ooo_pool_full}})
+        {
+            nicDropsByReason[name] += n;
+        }
     }
     const double totalWall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     std::ofstream js(outDir + "/summary.json");
@@ -701,7 +959,8 @@ main(int argc, char* argv[])
        << ",\n  \"int_off_switches\": " << net.GetIntOffCount()
        << ",\n  \"max_base_rtt_ns\": " << net.GetMaxBaseRttNs() << ",\n  \"flows_started\": "
        << mgr->GetStarted() << ",\n  \"flows_finished\": " << mgr->GetFinished()
-       << ",\n  \"flows_failed\": " << mgr->GetFailed() << ",\n  \"pfc_pauses_sent\": " << pauses
+       << ",\n  \"flows_failed\": " << mgr->GetFailed() << ",\n  \"qp_timeouts\": " << mgr->GetTimeouts()
+       << ",\n  \"retransmitted_packets\": " << mgr->GetRetransmittedPackets() << ",\n  \"pfc_pauses_sent\": " << pauses
        << ",\n  \"switch_drops\": " << drops << ",\n  \"switch_drops_by_reason\": {" << [&] {
               std::ostringstream o;
               const char* sep = "";
@@ -715,7 +974,19 @@ main(int argc, char* argv[])
                   }
               }
               return o.str();
-          }() << "}" << ",\n  \"nic_drops\": " << nicDrops
+          }() << "}" << ",\n  \"nic_drops\": " << nicDrops << ",\n  \"nic_drops_by_reason\": {" << [&] {
+              std::ostringstream o;
+              const char* sep = "";
+              for (const auto& [name, n] : nicDropsByReason)
+              {
+                  if (n > 0)
+                  {
+                      o << sep << '"' << name << "\": " << n;
+                      sep = ", ";
+                  }
+              }
+              return o.str();
+          }() << "}"
        << ",\n  \"sim_seconds\": " << simEnd << ",\n  \"events\": " << events
        << ",\n  \"run_wall_seconds\": " << wall << ",\n  \"total_wall_seconds\": " << totalWall
        << ",\n  \"events_per_second\": " << (wall > 0 ? events / wall : 0)
@@ -723,7 +994,7 @@ main(int argc, char* argv[])
        << ",\n  \"peak_rss_kb\": " << PeakRssKb() << "\n}\n";
     std::fprintf(stderr,
                  "tita-sim: done at %.3f ms simulated: %u/%u flows finished (%u failed), %lu PFC pauses, "
-                 "%lu switch drops, %lu NIC drops; %lu events in %.1f s (%.0f events/s, %.3f sim-ms/s), "
+                 "%lu switch drops, %lu NIC drops, %lu timeouts; %lu events in %.1f s (%.0f events/s, %.3f sim-ms/s), "
                  "peak RSS %lu MB\n",
                  simEnd * 1e3,
                  mgr->GetFinished(),
@@ -732,11 +1003,19 @@ main(int argc, char* argv[])
                  static_cast<unsigned long>(pauses),
                  static_cast<unsigned long>(drops),
                  static_cast<unsigned long>(nicDrops),
+                 static_cast<unsigned long>(mgr->GetTimeouts()),
                  static_cast<unsigned long>(events),
                  wall,
                  wall > 0 ? events / wall : 0,
                  wall > 0 ? simEnd * 1e3 / wall : 0,
                  static_cast<unsigned long>(PeakRssKb() / 1024));
+    if (mgr->GetActive() > 0)
+    {
+        std::fprintf(stderr,
+                     "tita-sim: warning: --stop=%s reached with %u flows unfinished (not in fct.csv)\n",
+                     stopArg.c_str(),
+                     mgr->GetActive());
+    }
     Simulator::Destroy();
     return 0;
 }

@@ -1,5 +1,7 @@
 #include "tita-flow-manager.h"
 
+#include "tita-units.h"
+
 #include "ns3/abort.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -87,16 +89,8 @@ TitaFlowManager::SetNetwork(TitaNetworkHelper* net)
             m_mtu = static_cast<uint32_t>(v.Get());
         }
     }
-    m_ccParamList.clear();
-    std::stringstream ss(m_ccParams);
-    std::string item;
-    while (std::getline(ss, item, ','))
-    {
-        if (!item.empty())
-        {
-            m_ccParamList.push_back(item);
-        }
-    }
+    std::string err;
+    NS_ABORT_MSG_IF(!TitaCcParams(m_cc, m_ccParams, &m_ccParamList, &err), err);
 }
 
 const TitaFlowManager::PairPath&
@@ -267,10 +261,52 @@ TitaFlowManager::OnCompletion(Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& 
     }
 }
 
+uint64_t
+TitaFlowManager::SumConnections(uint64_t eng::QpCounters::*field) const
+{
+    uint64_t n = 0;
+    for (const auto& [key, c] : m_connections)
+    {
+        if (const auto* q = m_net->GetNic(static_cast<uint32_t>(key >> 32))->GetEngine().qp_counters(c.srcQpn))
+        {
+            n += q->*field;
+        }
+    }
+    return n;
+}
+
+uint64_t
+TitaFlowManager::GetTimeouts() const
+{
+    return m_timeouts + SumConnections(&eng::QpCounters::timeouts);
+}
+
+uint64_t
+TitaFlowManager::GetRetransmittedPackets() const
+{
+    return m_retransmitted + SumConnections(&eng::QpCounters::retransmitted_packets);
+}
+
+uint64_t
+TitaFlowManager::GetCnpsReceived() const
+{
+    return m_cnpsReceived + SumConnections(&eng::QpCounters::cnps_received);
+}
+
 void
 TitaFlowManager::Finish(Flow& f)
 {
     ++m_finished;
+    if (!f.message)
+    {
+        // The sender's counters are final: everything it sent is acknowledged.
+        if (const auto* q = m_net->GetNic(f.rec.src)->GetEngine().qp_counters(f.srcQpn))
+        {
+            m_timeouts += q->timeouts;
+            m_retransmitted += q->retransmitted_packets;
+            m_cnpsReceived += q->cnps_received;
+        }
+    }
     if (!f.rec.ok)
     {
         ++m_failed;

@@ -89,6 +89,12 @@ class TitaFlowManager : public Object
     uint32_t GetFinished() const { return m_finished; }
     uint32_t GetActive() const { return m_started - m_finished; }
     uint32_t GetFailed() const { return m_failed; }
+    /// Senders' retransmission timeouts and retransmitted packets, summed over every
+    /// flow that finished and every message connection (a lossless run has none).
+    uint64_t GetTimeouts() const;
+    uint64_t GetRetransmittedPackets() const;
+    /// Congestion notifications the senders acted on (CNPs, or ACKs echoing CE).
+    uint64_t GetCnpsReceived() const;
 
     /// A flow in progress, for samplers: its record so far and its QP pair.
     struct ActiveFlow
@@ -147,6 +153,11 @@ class TitaFlowManager : public Object
     uint32_t m_started = 0;
     uint32_t m_finished = 0;
     uint32_t m_failed = 0;
+    uint64_t m_timeouts = 0;      ///< of finished flows' sender QPs
+    uint64_t m_retransmitted = 0; ///< of finished flows' sender QPs
+    uint64_t m_cnpsReceived = 0;  ///< of finished flows' sender QPs
+    /// Sum `field` of the live message connections' sender QPs.
+    uint64_t SumConnections(uint64_t(::tita::engine::QpCounters::*field)) const;
     uint32_t m_mtu = 1024;  // payload of a full packet
     uint32_t m_overheadBytes = kPacketOverheadBytes;
     std::unordered_map<uint32_t, Flow> m_flows;

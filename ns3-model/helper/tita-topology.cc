@@ -1,5 +1,7 @@
 #include "tita-topology.h"
 
+#include "tita-units.h"
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -49,92 +51,12 @@ TitaTopology::Describe() const
     return os.str();
 }
 
+
 namespace
 {
-
-// "100Gbps", "400Gb/s", "25G", "1e11" -> bits per second; 0 on error.
-uint64_t
-ParseRate(const std::string& s)
-{
-    std::size_t pos = 0;
-    double v = 0;
-    try
-    {
-        v = std::stod(s, &pos);
-    }
-    catch (...)
-    {
-        return 0;
-    }
-    std::string unit = s.substr(pos);
-    double mult = 1;
-    if (!unit.empty())
-    {
-        switch (unit[0])
-        {
-        case 'k':
-        case 'K':
-            mult = 1e3;
-            break;
-        case 'M':
-            mult = 1e6;
-            break;
-        case 'G':
-            mult = 1e9;
-            break;
-        case 'T':
-            mult = 1e12;
-            break;
-        default:
-            break;
-        }
-    }
-    return static_cast<uint64_t>(std::llround(v * mult));
-}
-
-// "1000ns", "1us", "0.001ms", "1e-6s" -> ns; -1 on error.
-int64_t
-ParseDelayNs(const std::string& s)
-{
-    std::size_t pos = 0;
-    double v = 0;
-    try
-    {
-        v = std::stod(s, &pos);
-    }
-    catch (...)
-    {
-        return -1;
-    }
-    const std::string unit = s.substr(pos);
-    double mult = 1; // bare numbers: ns
-    if (unit == "s")
-    {
-        mult = 1e9;
-    }
-    else if (unit == "ms")
-    {
-        mult = 1e6;
-    }
-    else if (unit == "us")
-    {
-        mult = 1e3;
-    }
-    else if (unit == "ns" || unit.empty())
-    {
-        mult = 1;
-    }
-    else if (unit == "ps")
-    {
-        mult = 1e-3;
-    }
-    else
-    {
-        return -1;
-    }
-    return std::llround(v * mult);
-}
-
+// Far above any data-centre topology ns-3 can run; a bound so that a bad file
+// gives a message instead of a huge allocation.
+constexpr uint32_t kMaxNodes = 1'000'000;
 } // namespace
 
 bool
@@ -149,9 +71,10 @@ TitaTopology::ReadHpcc(const std::string& path, TitaTopology* out, std::string* 
     uint32_t nodes = 0;
     uint32_t switches = 0;
     uint32_t links = 0;
-    if (!(in >> nodes >> switches >> links) || switches > nodes)
+    if (!(in >> nodes >> switches >> links) || switches > nodes || nodes > kMaxNodes || links > kMaxNodes)
     {
-        *err = path + ": first line must be `nodes switches links`";
+        *err = path + ": first line must be `nodes switches links` (at most " + std::to_string(kMaxNodes) +
+               " nodes and links)";
         return false;
     }
     std::vector<bool> isSwitch(nodes, false);
@@ -189,14 +112,20 @@ TitaTopology::ReadHpcc(const std::string& path, TitaTopology* out, std::string* 
             *err = path + ": bad link " + std::to_string(i) + " (want `src dst rate delay error_rate`)";
             return false;
         }
-        const uint64_t bps = ParseRate(rate);
-        const int64_t ns = ParseDelayNs(delay);
-        if (bps == 0 || ns < 0)
+        uint64_t bps = 0;
+        Time delayTime;
+        std::string why;
+        if (!TitaParseRate(rate, &bps, &why) || !TitaParseTime(delay, "ns", &delayTime, &why))
         {
-            *err = path + ": link " + std::to_string(i) + ": bad rate '" + rate + "' or delay '" + delay + "'";
+            *err = path + ": link " + std::to_string(i) + ": " + why;
             return false;
         }
-        t.AddLink(a, b, bps, static_cast<uint64_t>(ns), errorRate);
+        if (bps == 0 || errorRate < 0 || errorRate > 1)
+        {
+            *err = path + ": link " + std::to_string(i) + ": rate must be above 0 and error_rate in [0, 1]";
+            return false;
+        }
+        t.AddLink(a, b, bps, static_cast<uint64_t>(delayTime.GetNanoSeconds()), errorRate);
     }
     // Tiers from the distance to the nearest host: ToR 1, aggregation 2, core 3.
     std::vector<int32_t> dist(nodes, -1);

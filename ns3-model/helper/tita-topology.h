@@ -57,8 +57,9 @@ class TitaTopology
     std::string Describe() const;
 
     /// The HPCC simulator's format: `nodes switches links`, the switch ids, then
-    /// `src dst rate delay error_rate` per link (rate like 100Gbps, delay like 1000ns
-    /// or 0.001ms). Returns false with a message.
+    /// `src dst rate delay error_rate` per link (rate an ns-3 DataRate such as 100Gbps,
+    /// or bits per second; delay an ns-3 Time such as 1000ns or 0.001ms, or ns).
+    /// Returns false with a message naming the link.
     static bool ReadHpcc(const std::string& path, TitaTopology* out, std::string* err);
 
     /// A 3-level Clos: hosts under ToRs (a Block per ToR), ToRs and aggregation

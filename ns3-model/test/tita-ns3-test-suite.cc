@@ -11,6 +11,7 @@
 #include "tita-workload.h"
 
 #include "ns3/boolean.h"
+#include "ns3/nstime.h"
 #include "ns3/config.h"
 #include "ns3/double.h"
 #include "ns3/pcap-file.h"
@@ -341,6 +342,192 @@ class TitaEcnIntTestCase : public TestCase
                          want);
             NS_TEST_EXPECT_MSG_LT(std::abs(got - want), 4 * sd + 1e-9, "marking off the RED law in band " << b);
         }
+        Simulator::Destroy();
+    }
+};
+
+
+// ---------------------------------------------------------------- notification and ACK priority
+
+/**
+ * DCQCN under a 4-to-1 incast, in each notification mode: with CNP packets at
+ * most one per QP per interval (interval 0: one per CE-marked packet), or with
+ * CE echoed in every ACK and no CNP at all (the HPCC simulator's). Each mode must
+ * slow the senders down (they act on notifications) and lose nothing.
+ */
+class TitaNotificationTestCase : public TestCase
+{
+  public:
+    struct Result
+    {
+        uint64_t cnpFrames = 0;
+        uint64_t notifications = 0;
+    };
+
+    TitaNotificationTestCase()
+        : TestCase("DCQCN notification by CNP (with and without pacing) and by ACK echo")
+    {
+    }
+
+  private:
+    Result Run(const std::string& mode, Time interval)
+    {
+        TitaNetworkHelper net;
+        net.SetNicAttribute("CongestionNotification", StringValue(mode));
+        net.SetNicAttribute("CnpInterval", TimeValue(interval));
+        net.Build(Star(5));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("dcqcn"));
+        // The HPCC simulator's DCQCN (run.py): the same in every mode.
+        mgr->SetAttribute("CcParams",
+                          StringValue("rate_timer_ns=300us,rate_ai_bps=20Mb/s,rate_hai_bps=200Mb/s,"
+                                      "min_rate_bps=1Gb/s,clamp_target_rate=0"));
+        mgr->SetNetwork(&net);
+        Result r;
+        net.GetNic(0)->TraceConnectWithoutContext(
+            "EngineTx",
+            MakeBoundCallback(
+                +[](Result* res, Ptr<const Packet> p) {
+                    res->cnpFrames += Inspect(p).opcode == static_cast<uint8_t>(wire::Opcode::kCnp);
+                },
+                &r));
+        for (uint32_t h = 1; h < 5; ++h)
+        {
+            mgr->StartFlow(h, 0, 3'000'000);
+        }
+        Simulator::Stop(MilliSeconds(20));
+        Simulator::Run();
+        uint64_t drops = 0;
+        for (uint32_t h = 0; h < 5; ++h)
+        {
+            drops += net.GetNic(h)->GetEngineDrops();
+        }
+        r.notifications = mgr->GetCnpsReceived();
+        std::fprintf(stderr,
+                     "  %s, interval %s: %lu CNP frames, senders acted on %lu notifications\n",
+                     mode.c_str(),
+                     std::to_string(interval.GetMicroSeconds()).c_str(),
+                     static_cast<unsigned long>(r.cnpFrames),
+                     static_cast<unsigned long>(r.notifications));
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFinished(), 4, "not every flow finished (" << mode << ")");
+        NS_TEST_EXPECT_MSG_EQ(net.GetSwitches().front()->GetDrops() + drops, 0, "frames dropped (" << mode << ")");
+        NS_TEST_EXPECT_MSG_GT(r.notifications, 0, "senders never slowed down (" << mode << ")");
+        Simulator::Destroy();
+        return r;
+    }
+
+    void DoRun() override
+    {
+        const Result paced = Run("cnp", MicroSeconds(50));
+        const Result every = Run("cnp", Time(0));
+        const Result echo = Run("ack", MicroSeconds(50));
+        NS_TEST_EXPECT_MSG_GT(paced.cnpFrames, 0, "no CNP frames in cnp mode");
+        NS_TEST_EXPECT_MSG_EQ(paced.cnpFrames, paced.notifications, "CNPs sent and acted on differ");
+        // 4 QPs over at most ~20 ms at one CNP per 50 us, and far fewer than per packet.
+        NS_TEST_EXPECT_MSG_LT(paced.cnpFrames, 4 * (20'000 / 50 + 1), "CNPs above one per QP per interval");
+        NS_TEST_EXPECT_MSG_GT(every.cnpFrames, 2 * paced.cnpFrames, "interval 0 did not send more CNPs");
+        NS_TEST_EXPECT_MSG_EQ(echo.cnpFrames, 0, "CNP frames in ack mode");
+        NS_TEST_EXPECT_MSG_GT(echo.notifications, paced.notifications, "ACK echoes fewer than paced CNPs");
+    }
+};
+
+/**
+ * A NIC that PFC keeps pausing (it sends into a congested port) also receives a
+ * flow: with AckHighPriority its ACKs leave while it is paused, without it they
+ * wait with its data.
+ */
+class TitaAckPriorityTestCase : public TestCase
+{
+  public:
+    TitaAckPriorityTestCase()
+        : TestCase("AckHighPriority: ACKs leave a PFC-paused NIC only when set")
+    {
+    }
+
+  private:
+    struct Probe
+    {
+        bool paused = false;
+        uint64_t pauses = 0;
+        uint64_t acksWhilePaused = 0;
+    };
+
+    Probe Run(bool high)
+    {
+        TitaNetworkHelper net;
+        net.SetNicAttribute("AckHighPriority", BooleanValue(high));
+        net.SetSwitchAttribute("BufferSize", UintegerValue(2 << 20));
+        net.Build(Star(6));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("Cc", StringValue("none"));
+        mgr->SetNetwork(&net);
+        Probe probe;
+        // Host 2 sends into the incast on host 0 and receives from host 5.
+        net.GetNic(2)->TraceConnectWithoutContext(
+            "PfcRx",
+            MakeBoundCallback(
+                +[](Probe* pr, uint8_t, uint16_t quanta) {
+                    pr->pauses += quanta > 0 && !pr->paused;
+                    pr->paused = quanta > 0;
+                },
+                &probe));
+        net.GetNic(2)->TraceConnectWithoutContext(
+            "PhyTxBegin",
+            MakeBoundCallback(
+                +[](Probe* pr, Ptr<const Packet> p) {
+                    const Seen s = Inspect(p);
+                    pr->acksWhilePaused +=
+                        pr->paused && s.roce && s.opcode == static_cast<uint8_t>(wire::Opcode::kAck);
+                },
+                &probe));
+        for (uint32_t h = 1; h < 5; ++h)
+        {
+            mgr->StartFlow(h, 0, 4'000'000);
+        }
+        mgr->StartFlow(5, 2, 4'000'000);
+        Simulator::Stop(MilliSeconds(20));
+        Simulator::Run();
+        std::fprintf(stderr,
+                     "  AckHighPriority %d: host 2 paused %lu times, %lu ACKs sent while paused\n",
+                     high,
+                     static_cast<unsigned long>(probe.pauses),
+                     static_cast<unsigned long>(probe.acksWhilePaused));
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFinished(), 5, "not every flow finished");
+        NS_TEST_EXPECT_MSG_EQ(net.GetSwitches().front()->GetDrops(), 0, "the switch dropped frames");
+        NS_TEST_EXPECT_MSG_GT(probe.pauses, 0, "host 2 was never paused");
+        Simulator::Destroy();
+        return probe;
+    }
+
+    void DoRun() override
+    {
+        NS_TEST_EXPECT_MSG_EQ(Run(false).acksWhilePaused, 0, "ACKs left a paused NIC in the data priority");
+        NS_TEST_EXPECT_MSG_GT(Run(true).acksWhilePaused, 0, "no ACK left the paused NIC with AckHighPriority");
+    }
+};
+
+/** ClearRoutes empties a switch's table: frames find no route and are counted. */
+class TitaClearRoutesTestCase : public TestCase
+{
+  public:
+    TitaClearRoutesTestCase()
+        : TestCase("ClearRoutes: a switch without routes delivers nothing and counts the drops")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaNetworkHelper net;
+        net.Build(Star(2));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetNetwork(&net);
+        net.GetSwitches().front()->ClearRoutes();
+        mgr->StartFlow(1, 0, 100'000);
+        Simulator::Stop(MicroSeconds(500));
+        Simulator::Run();
+        NS_TEST_EXPECT_MSG_EQ(mgr->GetFinished(), 0, "a flow finished through a switch without routes");
+        NS_TEST_EXPECT_MSG_GT(net.GetSwitches().front()->GetDrops(), 0, "no drop counted");
         Simulator::Destroy();
     }
 };
@@ -916,6 +1103,9 @@ class TitaNs3TestSuite : public TestSuite
         AddTestCase(new TitaIncastFairnessTestCase("hpcc", true), TestCase::QUICK);
         AddTestCase(new TitaIncastFairnessTestCase("tita", true), TestCase::QUICK);
         AddTestCase(new TitaPfcNoLossTestCase, TestCase::QUICK);
+        AddTestCase(new TitaNotificationTestCase, TestCase::QUICK);
+        AddTestCase(new TitaAckPriorityTestCase, TestCase::QUICK);
+        AddTestCase(new TitaClearRoutesTestCase, TestCase::QUICK);
         AddTestCase(new TitaFatTreeWebSearchTestCase, TestCase::QUICK);
         AddTestCase(new TitaMultiRailTestCase, TestCase::QUICK);
     }

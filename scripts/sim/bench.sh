@@ -42,6 +42,6 @@ run ft320-websearch30-hpcc \
   --cc=hpcc --duration=10ms --seed=1
 
 run multirail2k-allreduce-hpcc \
-  --topo=multirail:blocks=8,servers=32,gpus=8,spines=32,nic_rate=400G,fabric_rate=400G \
+  --topo=multirail:blocks=8,servers=32,gpus=8,spines=32,nic_rate=400Gbps,fabric_rate=400Gbps \
   --workload=allreduce:ranks=all,bytes=1M,order=rail \
   --cc=hpcc --qlen-interval=0

@@ -71,7 +71,7 @@ def main():
 
 def run_config(a, spines):
     topo = (f"multirail:blocks={a.blocks},servers={a.servers},gpus=8,spines={spines},"
-            "nic_rate=400G,fabric_rate=400G,nvlink=1")
+            "nic_rate=400Gbps,fabric_rate=400Gbps,nvlink=1")
     gpus = a.blocks * a.servers * 8
     results = []
     for name, wl in WORKLOADS:

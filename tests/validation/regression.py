@@ -78,7 +78,7 @@ def incast(sim, root, work):
 
 def lossless(sim, root, work):
     out = os.path.join(work, "lossless-dcqcn")
-    r = subprocess.run([sim, "--topo=fattree:pods=4,tors=2,aggs=2,hosts=8,cores=2,host_rate=100G,fabric_rate=400G",
+    r = subprocess.run([sim, "--topo=fattree:pods=4,tors=2,aggs=2,hosts=8,cores=2,host_rate=100Gbps,fabric_rate=400Gbps",
                         f"--workload=poisson:cdf={root}/data/workloads/websearch.cdf,load=0.5;"
                         "incast:senders=60,receiver=0,bytes=500000,jitter=0,at=100000",
                         "--cc=dcqcn", "--duration=1ms", "--progress=0", "--qlen-interval=0s", f"--out={out}"],

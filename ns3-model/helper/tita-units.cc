@@ -1,0 +1,223 @@
+#include "tita-units.h"
+
+#include "tita/cc/cc.h"
+
+#include "ns3/data-rate.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+#include <string_view>
+
+namespace ns3
+{
+
+namespace
+{
+
+// The whole of `s` as a finite number; false if anything follows it.
+bool
+WholeNumber(std::string_view s, double* v)
+{
+    if (s.empty())
+    {
+        return false;
+    }
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return ec == std::errc() && end == s.data() + s.size() && std::isfinite(*v);
+}
+
+// The leading number of `s` and the rest (its unit).
+bool
+SplitNumber(std::string_view s, double* v, std::string_view* unit)
+{
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    if (ec != std::errc() || !std::isfinite(*v))
+    {
+        return false;
+    }
+    *unit = s.substr(static_cast<std::size_t>(end - s.data()));
+    return true;
+}
+
+// The units ns-3's Time(std::string) knows; anything else it aborts on.
+constexpr std::array<std::string_view, 10> kTimeUnits{"s", "ms", "us", "ns", "ps", "fs", "min", "h", "d", "y"};
+
+bool
+Fail(std::string* err, const std::string& msg)
+{
+    if (err != nullptr)
+    {
+        *err = msg;
+    }
+    return false;
+}
+
+} // namespace
+
+bool
+TitaParseRate(const std::string& text, uint64_t* bps, std::string* err)
+{
+    double v = 0;
+    if (WholeNumber(text, &v))
+    {
+        if (v < 0 || v > 1e15)
+        {
+            return Fail(err, "rate '" + text + "' is out of range");
+        }
+        *bps = static_cast<uint64_t>(std::llround(v));
+        return true;
+    }
+    // ns-3's parser: a number and one of its units (bps, b/s, Kbps, Kib/s, MB/s ...).
+    std::istringstream in(text);
+    DataRate rate;
+    std::string rest;
+    if (text.find_first_of(" \t") != std::string::npos || !(in >> rate) || (in >> rest))
+    {
+        return Fail(err,
+                    "rate '" + text + "': expected a number of bits per second or an ns-3 DataRate such as "
+                    "100Gbps, 40Mb/s, 1GB/s");
+    }
+    *bps = rate.GetBitRate();
+    return true;
+}
+
+bool
+TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t, std::string* err)
+{
+    double v = 0;
+    std::string_view unit;
+    if (!SplitNumber(text, &v, &unit))
+    {
+        return Fail(err, "time '" + text + "' is not a number with a unit such as 4us, 1.5ms");
+    }
+    if (v < 0)
+    {
+        return Fail(err, "time '" + text + "' is negative");
+    }
+    const std::string withUnit = unit.empty() ? text + bareUnit : text;
+    if (unit.empty())
+    {
+        unit = bareUnit;
+    }
+    bool known = false;
+    for (std::string_view u : kTimeUnits)
+    {
+        known |= u == unit;
+    }
+    if (!known)
+    {
+        return Fail(err,
+                    "time '" + text + "': unknown unit '" + std::string(unit) +
+                        "' (known: s ms us ns ps fs min h d y)");
+    }
+    *t = Time(withUnit);
+    return true;
+}
+
+bool
+TitaParseBytes(const std::string& text, uint64_t* bytes, std::string* err)
+{
+    struct Suffix
+    {
+        std::string_view name;
+        double scale;
+    };
+    static constexpr Suffix kSuffixes[] = {{"", 1},      {"B", 1},          {"K", 1e3},        {"KB", 1e3},
+                                           {"M", 1e6},   {"MB", 1e6},       {"G", 1e9},        {"GB", 1e9},
+                                           {"KiB", 1024}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+    double v = 0;
+    std::string_view unit;
+    if (SplitNumber(text, &v, &unit))
+    {
+        for (const Suffix& s : kSuffixes)
+        {
+            if (s.name == unit && v >= 0 && v * s.scale < 1.8e19)
+            {
+                *bytes = static_cast<uint64_t>(std::llround(v * s.scale));
+                return true;
+            }
+        }
+    }
+    return Fail(err, "size '" + text + "': expected bytes such as 500000, 5e5, 500KB, 1MiB");
+}
+
+bool
+TitaParseCount(const std::string& text, uint64_t* n, std::string* err)
+{
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *n);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    {
+        return Fail(err, "'" + text + "' is not a whole number");
+    }
+    return true;
+}
+
+bool
+TitaCcParams(const std::string& algorithm,
+             const std::string& params,
+             std::vector<std::string>* out,
+             std::string* err)
+{
+    namespace cc = ::tita::cc;
+    cc::Params p;
+    std::string e;
+    if (cc::Params::create(algorithm, cc::FlowConfig{}, &p, &e) != 0)
+    {
+        return Fail(err, e);
+    }
+    out->clear();
+    std::stringstream ss(params);
+    std::string item;
+    while (std::getline(ss, item, ','))
+    {
+        if (item.empty())
+        {
+            continue;
+        }
+        const auto eq = item.find('=');
+        if (eq != std::string::npos)
+        {
+            const std::string name = item.substr(0, eq);
+            const std::string value = item.substr(eq + 1);
+            double plain = 0;
+            for (const cc::ParamInfo& info : p.describe())
+            {
+                if (info.name != name || WholeNumber(value, &plain))
+                {
+                    continue;
+                }
+                if (info.unit == "bps")
+                {
+                    uint64_t bps = 0;
+                    if (!TitaParseRate(value, &bps, &e))
+                    {
+                        return Fail(err, algorithm + " parameter '" + name + "': " + e);
+                    }
+                    item = name + "=" + std::to_string(bps);
+                }
+                else if (info.unit == "ns")
+                {
+                    Time t;
+                    if (!TitaParseTime(value, "ns", &t, &e))
+                    {
+                        return Fail(err, algorithm + " parameter '" + name + "': " + e);
+                    }
+                    // Time keeps picoseconds here; the parameter takes (fractional) ns.
+                    char buf[32];
+                    const auto r = std::to_chars(buf, buf + sizeof buf, t.GetPicoSeconds() / 1000.0);
+                    item = name + "=" + std::string(buf, r.ptr);
+                }
+            }
+        }
+        if (p.set(item, &e) != 0)
+        {
+            return Fail(err, e);
+        }
+        out->push_back(item);
+    }
+    return true;
+}
+
+} // namespace ns3

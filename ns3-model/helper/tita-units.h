@@ -1,0 +1,43 @@
+// Values with units, for tita-sim's command line, workload specs, topology files
+// and congestion-control parameters. Rates and times are parsed by ns-3's own
+// DataRate and Time parsers, so every spelling ns-3 accepts works here ("40Mb/s",
+// "40Mbps", "100Gbps", "4us", "1.5ms"); what ns-3 would abort on, or take for
+// something else, is a message instead.
+#pragma once
+
+#include "ns3/nstime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/// A rate in ns-3 DataRate units ("100Gbps", "40Mb/s", "1GB/s") or a bare number of
+/// bits per second ("1e11"). False with a message naming the text otherwise.
+bool TitaParseRate(const std::string& text, uint64_t* bps, std::string* err);
+
+/// A time in ns-3 Time units (s ms us ns ps fs min h d y: "4us", "0.001ms") or a bare
+/// number in `bareUnit` (one of those units). False with a message otherwise
+/// (unknown unit, negative, not a number).
+bool TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t, std::string* err);
+
+/// A byte count: a bare number ("500000", "5e5") or one with B, KB, MB, GB (powers of
+/// 1000), KiB, MiB, GiB (powers of 1024); also K, M, G as 1000, 1e6, 1e9.
+bool TitaParseBytes(const std::string& text, uint64_t* bytes, std::string* err);
+
+/// A non-negative whole number.
+bool TitaParseCount(const std::string& text, uint64_t* n, std::string* err);
+
+/// Congestion control `algorithm` with "name=value,name=value" parameters, checked
+/// against the algorithm's parameter table (names, ranges) before any simulation
+/// starts. Values of parameters whose unit is bps may use DataRate units, those in
+/// ns Time units ("rate_ai_bps=40Mb/s", "rate_timer_ns=300us"); they come back as the
+/// plain numbers cc::Params takes. False with a one-line message.
+bool TitaCcParams(const std::string& algorithm,
+                  const std::string& params,
+                  std::vector<std::string>* out,
+                  std::string* err);
+
+} // namespace ns3
