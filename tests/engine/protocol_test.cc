@@ -382,6 +382,43 @@ TEST_F(Protocol, CeMarkedDataTriggersOneCnpPerInterval) {
   EXPECT_EQ(eng->qp_counters(qpn)->ecn_ce_received, 3u);
 }
 
+// A port that cannot send for a while (PFC pause) while data keeps arriving:
+// each new ACK takes the place of its QP's ACK still waiting (ACKs are
+// cumulative), with the CE marks added, so the newest ACK and every CE mark
+// reach the sender, the ring holds one ACK per QP and nothing is lost.
+TEST_F(Protocol, AcksWaitingForThePortMergeIntoOne) {
+  EngineConfig cfg;
+  cfg.ack_req_every = 1;
+  cfg.control_ring = 4;
+  cfg.np.ack_echo = 1;
+  open(cfg, QpAttr{}, 0, 0);
+  io.space = 0;
+  va = mr.addr;
+  dma_len = 16;
+  uint32_t ce = 0;
+  for (uint32_t i = 0; i < 10; ++i) {
+    const bool marked = i % 3 == 0;
+    ce += marked;
+    deliver(from_tita(from_peer(Opcode::kWriteOnly, kRqPsn + i, 16, marked ? wire::kEcnCe : wire::kEcnEct0)));
+  }
+  EXPECT_EQ(eng->counters().control_ring_full, 0u);
+  EXPECT_EQ(eng->counters().control_coalesced, 9u);
+  EXPECT_EQ(eng->qp_counters(qpn)->acks_sent, 1u);
+  io.space = 1024;
+  eng->poll(now);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].psn(), kRqPsn + 9);  // the newest: everything acknowledged
+  ASSERT_NE(f[0].telemetry(), nullptr);
+  EXPECT_EQ(f[0].telemetry()->ce_packets, ce);
+  // With room again, every ACK leaves on its own.
+  deliver(from_tita(from_peer(Opcode::kWriteOnly, kRqPsn + 10, 16)));
+  deliver(from_tita(from_peer(Opcode::kWriteOnly, kRqPsn + 11, 16)));
+  f = sent();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[1].psn(), kRqPsn + 11);
+}
+
 TEST_F(Protocol, AckEchoesTelemetryHopsAndTimestamp) {
   post_recv(0, 64);
   auto frame = from_peer(Opcode::kSendOnly, kRqPsn, 8);

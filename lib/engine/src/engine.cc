@@ -1025,13 +1025,52 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   return frame_len;
 }
 
-void Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t,
-                                 const Echo* echo) {
-  if (control_count == control.size()) [[unlikely]] {
+ControlFrame* Engine::Impl::waiting_control(uint64_t position, uint32_t qpn) {
+  if (position == Qp::kNoControl || position < control_popped || position >= control_popped + control_count)
+    return nullptr;
+  ControlFrame& c = control[(control_head + (position - control_popped)) % control.size()];
+  return c.qp_num == qpn && !c.loopback ? &c : nullptr;
+}
+
+// Control frames wait here while the port has no room (a PFC pause, or data
+// filling the port). ACKs and sequence NAKs are cumulative: a new one takes the
+// place of the QP's one still waiting, adding its CE count, so a paused NIC
+// neither loses the last ACK of a message nor a CE mark, and its ring holds at
+// most one per QP; a CNP waiting says what a new one would. Any other control
+// frame (a fatal NAK) keeps its order: later ACKs queue behind it.
+Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr,
+                                                 const wire::TransportFields& t, const Echo* echo) {
+  using Kind = ControlFrame::Kind;
+  const bool cumulative = t.opcode == Opcode::kAck &&
+                          (wire::aeth::type(t.syndrome) == wire::aeth::kAck ||
+                           t.syndrome == wire::aeth::nak(wire::aeth::kNakPsnSequenceError));
+  const Kind kind = cumulative ? Kind::kAck : t.opcode == Opcode::kCnp ? Kind::kCnp : Kind::kOther;
+  ControlFrame* w = kind == Kind::kAck ? waiting_control(qp.waiting_ack, qp.qpn)
+                    : kind == Kind::kCnp ? waiting_control(qp.waiting_cnp, qp.qpn)
+                                         : nullptr;
+  Echo merged;
+  Queued result = Queued::kNew;
+  if (w != nullptr) {
+    ++counters.control_coalesced;
+    if (kind == Kind::kCnp) return Queued::kMerged;
+    merged = echo != nullptr ? *echo : Echo{};
+    merged.ce_packets = static_cast<uint8_t>(std::min(255, merged.ce_packets + w->ce_packets));
+    echo = &merged;
+    result = Queued::kMerged;
+  } else if (control_count == control.size()) [[unlikely]] {
     ++counters.control_ring_full;
-    return;
+    return Queued::kDropped;
+  } else {
+    const uint64_t position = control_popped + control_count;
+    w = &control[(control_head + control_count) % control.size()];
+    ++control_count;
+    if (kind == Kind::kAck) qp.waiting_ack = position;
+    if (kind == Kind::kCnp) qp.waiting_cnp = position;
+    if (kind == Kind::kOther) qp.waiting_ack = Qp::kNoControl;
   }
-  ControlFrame& c = control[(control_head + control_count) % control.size()];
+  ControlFrame& c = *w;
+  c.kind = kind;
+  c.ce_packets = echo != nullptr ? echo->ce_packets : 0;
   c.len = hdr.write(t, 0, c.data);
   if (cfg.compute_icrc) {
     wire::finish_frame(c.data, c.len, {}, c.data + c.len);
@@ -1059,7 +1098,7 @@ void Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const 
   c.qp_num = qp.qpn;
   c.priority = qp.attr.ah_attr.vlan ? qp.attr.ah_attr.pcp : 0;
   c.loopback = qp.loopback;
-  ++control_count;
+  return result;
 }
 
 void Engine::Impl::flush_control() {
@@ -1082,6 +1121,7 @@ void Engine::Impl::flush_control() {
     }
     control_head = (control_head + 1) % static_cast<uint32_t>(control.size());
     --control_count;
+    ++control_popped;
   }
 }
 

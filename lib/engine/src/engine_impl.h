@@ -222,6 +222,11 @@ struct Qp {
   std::vector<AtomicResult> atomic_results;  // the last max_dest_rd_atomic atomics executed
   uint32_t atomic_next = 0;
   // An ACK/NAK held back until READ responses before it have gone (IBA ordering).
+  // The QP's ACK (or sequence NAK) and CNP waiting in the control ring, as
+  // absolute ring positions (Impl::control_popped counts); kNoControl if none.
+  static constexpr uint64_t kNoControl = ~uint64_t{0};
+  uint64_t waiting_ack = kNoControl;
+  uint64_t waiting_cnp = kNoControl;
   bool deferred_ack = false;
   uint8_t deferred_syndrome = 0;
   uint32_t deferred_psn = 0;
@@ -273,6 +278,10 @@ struct ControlFrame {
   uint32_t qp_num = 0;
   uint8_t priority = 0;
   bool loopback = false;  // for this engine itself
+  // kAck: an ACK or a PSN-sequence NAK, both cumulative (a newer one for the
+  // QP supersedes it); kCnp: a CNP (one waiting per QP says all a newer would).
+  enum class Kind : uint8_t { kOther, kAck, kCnp } kind = Kind::kOther;
+  uint8_t ce_packets = 0;  // the CE marks its echo reports
 };
 
 // A frame on the internal loop (to our own GID), whole.
@@ -315,6 +324,7 @@ struct Engine::Impl {
   std::vector<ControlFrame> control;
   uint32_t control_head = 0;
   uint32_t control_count = 0;
+  uint64_t control_popped = 0;  // control frames sent so far: the head's absolute position
   std::vector<OooSlot> ooo;
   uint32_t ooo_free = kNil;
   uint64_t now_ns = 0;
@@ -358,7 +368,10 @@ struct Engine::Impl {
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
                       uint32_t payload_len, bool phantom, bool collect);
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
-  void queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
+  // What queue_control did with a frame.
+  enum class Queued : uint8_t { kNew, kMerged, kDropped };
+  Queued queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
+  ControlFrame* waiting_control(uint64_t position, uint32_t qpn);
   void flush_control();
   // The internal loop: a whole frame to ourselves, and delivering what is on it.
   bool loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::Segment* payload, uint32_t n_payload,

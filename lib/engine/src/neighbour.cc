@@ -45,6 +45,8 @@ void Engine::Impl::send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8
   c.qp_num = 0;
   c.priority = 0;
   c.loopback = false;
+  c.kind = ControlFrame::Kind::kOther;
+  c.ce_packets = 0;
   ++control_count;
   ++(oper == wire::kArpRequest ? counters.arp_requests_sent : counters.arp_replies_sent);
 }

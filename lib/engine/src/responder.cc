@@ -508,9 +508,9 @@ void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo)
   t.syndrome = syndrome;
   t.msn = qp.msn;
   t.ecn = wire::kEcnNotEct;
-  queue_control(qp, qp.resp_hdr(), t, echo);
+  const Queued q = queue_control(qp, qp.resp_hdr(), t, echo);
   if (wire::aeth::type(syndrome) == wire::aeth::kAck) {
-    ++qp.counters.acks_sent;
+    qp.counters.acks_sent += q == Queued::kNew;
     qp.unacked = 0;
     qp.ce_unacked = 0;
   }
@@ -541,8 +541,7 @@ void Engine::Impl::send_cnp(Qp& qp) {
   wire::TransportFields t;
   t.opcode = Opcode::kCnp;
   t.becn = true;
-  queue_control(qp, cnp, t, nullptr);
-  ++qp.counters.cnps_sent;
+  qp.counters.cnps_sent += queue_control(qp, cnp, t, nullptr) == Queued::kNew;
 }
 
 }  // namespace tita::engine
