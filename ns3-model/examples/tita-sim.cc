@@ -931,10 +931,12 @@ main(int argc, char* argv[])
     uint64_t nicDrops = 0;
     // Frames the NICs' engines refused, by reason (a lossless run has none).
     std::map<std::string, uint64_t> nicDropsByReason;
+    uint64_t acksCoalesced = 0;
     for (uint32_t h = 0; h < net.GetNHosts(); ++h)
     {
         nicDrops += net.GetNic(h)->GetEngineDrops();
         const auto& c = net.GetNic(h)->GetEngine().counters();
+        acksCoalesced += c.control_coalesced;
         uint64_t parse = 0;
         for (uint64_t n : c.rx_parse_errors)
         {
@@ -986,7 +988,7 @@ main(int argc, char* argv[])
                   }
               }
               return o.str();
-          }() << "}"
+          }() << "}" << ",\n  \"acks_coalesced\": " << acksCoalesced
        << ",\n  \"sim_seconds\": " << simEnd << ",\n  \"events\": " << events
        << ",\n  \"run_wall_seconds\": " << wall << ",\n  \"total_wall_seconds\": " << totalWall
        << ",\n  \"events_per_second\": " << (wall > 0 ? events / wall : 0)

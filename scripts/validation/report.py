@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics as M  # noqa: E402
 
-ORDER = ["dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita", "tita-int-half", "tita-int-off"]
+ORDER = ["dcqcn", "dcqcn-cnp", "timely", "hpcc", "swift", "powertcp", "nscc", "tita", "tita-int-half", "tita-int-off"]
 EXPERIMENTS = ["ws30", "ws50", "fb30", "fb50", "ws30i", "ws50i", "fb30i", "fb50i", "incast"]
 TITLES = {
     "ws30": "web-search, 30 % load", "ws50": "web-search, 50 % load",

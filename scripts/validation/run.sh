@@ -18,8 +18,12 @@
 #
 # Environment (defaults in brackets):
 #   TOPO    topology, an HPCC file or fattree:... [data/workloads/fat_tree_320.topo]
-#   CCS     algorithms [dcqcn timely hpcc swift powertcp nscc tita]
-#   SEED    workload seed [1]
+#   CCS     algorithms [dcqcn dcqcn-cnp timely hpcc swift powertcp nscc tita];
+#           dcqcn-cnp is DCQCN with CNP packets (one per QP per 50 us) instead of
+#           the preset's CE echo in every ACK
+#   PRESET  tita-sim --preset [hpcc-artifact: the HPCC simulator's run.py settings];
+#           PRESET= runs tita's own defaults (the setup of the first validation)
+#   SEED    workload seed [1]; SEEDS="1 2 3" runs the experiments once per seed
 #   OUT     results directory [results/validation]; raw outputs stay out of git
 #   BUILD   meson build directory with tita-sim [build]
 #   SIM     the tita-sim binary [$BUILD/ns3-model/tita-sim]; a copy keeps long sweeps
@@ -35,7 +39,8 @@
 set -eu
 
 TOPO=${TOPO:-data/workloads/fat_tree_320.topo}
-CCS=${CCS:-dcqcn timely hpcc swift powertcp nscc tita}
+CCS=${CCS:-dcqcn dcqcn-cnp timely hpcc swift powertcp nscc tita}
+PRESET=${PRESET-hpcc-artifact}
 SEED=${SEED:-1}
 OUT=${OUT:-results/validation}
 BUILD=${BUILD:-build}
@@ -49,14 +54,23 @@ DOC=${DOC:-doc/validation}
 SIM=${SIM:-$BUILD/ns3-model/tita-sim}
 HERE=$(dirname "$0")
 
-# The HPCC paper's host and switch settings, spelled out (they are the defaults).
-SETUP="--ns3::RdmaNicNetDevice::PathMtu=1024 --ns3::RdmaNicNetDevice::AckReqEvery=1
- --ns3::TitaSwitchNode::BufferSize=33554432 --ns3::TitaSwitchNode::Ecn=true
- --ns3::TitaSwitchNode::RedKmin=0 --ns3::TitaSwitchNode::RedKmax=0 --ns3::TitaSwitchNode::RedPmax=0
- --qlen-interval=10us --progress=60"
+if [ -n "${SEEDS:-}" ]; then
+	for s in $SEEDS; do SEEDS= SEED=$s sh "$0" "$@" || exit 1; done
+	exit 0
+fi
+
+if [ -n "$PRESET" ]; then
+	# Hosts, switches and the algorithms' parameters as the reference simulator
+	# runs them (doc/ns3-vs-hpcc-artifact.md).
+	SETUP="--preset=$PRESET --qlen-interval=10us --progress=60"
+else
+	# tita's defaults with the HPCC paper's MTU, ACK rate and buffer.
+	SETUP="--ns3::RdmaNicNetDevice::PathMtu=1024 --ns3::RdmaNicNetDevice::AckReqEvery=1
+ --ns3::TitaSwitchNode::BufferSize=33554432 --qlen-interval=10us --progress=60"
+fi
 
 tag=$(echo "$TOPO" | sed 's|.*/||; s|\.topo$||; s|[:=,]|_|g')
-base=$OUT/$tag
+base=$OUT/$tag/${PRESET:-defaults}/seed$SEED
 
 # run NAME CC WORKLOAD DURATION [EXTRA...]: one simulation into $base/NAME/CC
 run() {
@@ -71,6 +85,7 @@ run() {
 	case "$cc" in
 	tita-int-half) cc_arg=tita; set -- "$@" --int-off=half ;;
 	tita-int-off) cc_arg=tita; set -- "$@" --int-off=all ;;
+	dcqcn-cnp) cc_arg=dcqcn; set -- "$@" --ns3::RdmaNicNetDevice::CongestionNotification=cnp ;;
 	*) cc_arg=$cc ;;
 	esac
 	echo "run.sh: $name $cc ($(date +%H:%M:%S))"
@@ -137,9 +152,9 @@ for e in "$@"; do
 	int)
 		int_runs
 		;;
-	lit) "$0" ws30 ws50 fb30 fb50 ws30i ws50i fb30i fb50i incast ;;
+	lit) sh "$0" ws30 ws50 fb30 fb50 ws30i ws50i fb30i fb50i incast ;;
 	all)
-		"$0" lit int
+		sh "$0" lit int
 		report
 		;;
 	report) report ;;

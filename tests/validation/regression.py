@@ -4,17 +4,21 @@
 tita-sim runs (fixed seeds, deterministic) whose outcome would change if a
 congestion-control or model change broke what the full experiments show:
 
-1. web-search at 50 % load on a 32-host fat-tree (5 ms of arrivals, ~550 flows,
-   ~300 under 100 KB): tita's p99 slowdown of flows under 100 KB is below
-   HPCC's and below a fifth of DCQCN's; its p99 for flows of 1 MB and more is
-   within 10 % of HPCC's; every flow finishes; no PFC pause under tita.
+1. web-search at 50 % load on a 32-host fat-tree in the HPCC simulator's
+   configuration (--preset=hpcc-artifact; 5 ms of arrivals, ~550 flows, ~300
+   under 100 KB), seeds 1-3: in every seed tita's p99 slowdown of flows under
+   100 KB is at most 0.95 x HPCC's and 0.3 x DCQCN's; over the three seeds its p99
+   for flows of 1 MB and more is within 25 % of HPCC's; every flow finishes, no
+   frame is dropped and no retransmission timer fires; no PFC pause under tita.
 2. a 4-to-1 incast behind a 1 Gb/s link (the sim-vs-DPDK setup): under tita
    every flow's goodput over the second half of 1 s is within 15 % of the fair
    share (v1 of tita's increase let them drift to 0.1 / 0.46 Gb/s).
 3. the fabric is lossless: DCQCN (line-rate starts, no window) with a 60-to-1
    incast over web-search on a 64-host tree with 400G fabric links pauses
-   thousands of times and drops nothing (a NIC that computed its pause time in
-   picoseconds overflowed, resumed early and overran the switches' headroom).
+   thousands of times and drops nothing, at switches or NICs, and no
+   retransmission timer fires (a NIC that computed its pause time in picoseconds
+   overflowed, resumed early and overran the switches' headroom; a NIC paused
+   for long lost the last ACKs of messages from its full control ring).
 
     regression.py TITA_SIM REPO_ROOT WORK_DIR
 """
@@ -35,29 +39,51 @@ def check(ok, what):
         FAILURES.append(what)
 
 
+SEEDS = (1, 2, 3)
+
+
+def pooled(runs, which):
+    """p99 of the slowdowns of one size class, all seeds' flows together."""
+    lo, hi = M.SHORT if which == "short" else M.LONG
+    values = sorted(sd for r in runs for b, sd, *_ in r["flows"] if lo <= b < hi)
+    return M.pctl(values, 0.99)
+
+
 def websearch(sim, root, work):
     res = {}
     for cc in ("tita", "hpcc", "dcqcn"):
-        out = os.path.join(work, f"ws50-{cc}")
-        cmd = [sim, "--topo=fattree:pods=2,tors=2,aggs=2,hosts=8,cores=2",
-               f"--workload=poisson:cdf={root}/data/workloads/websearch.cdf,load=0.5", f"--cc={cc}",
-               "--duration=5ms", "--seed=1", "--progress=0", f"--out={out}",
-               "--ns3::RdmaNicNetDevice::PathMtu=1024", "--qlen-interval=0s"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"tita-sim failed: {r.stderr[-1500:]}")
-        res[cc] = M.metrics(out, None)
-    t, h, d = res["tita"], res["hpcc"], res["dcqcn"]
-    print(f"short p99: tita {t['short']['p99']:.3f}, hpcc {h['short']['p99']:.3f}, dcqcn {d['short']['p99']:.3f} "
-          f"({t['short']['n']} flows); long p99: tita {t['long']['p99']:.3f}, hpcc {h['long']['p99']:.3f} "
-          f"({t['long']['n']} flows)")
-    check(t["short"]["n"] >= 200, "enough short flows for a p99")
-    check(t["short"]["p99"] < h["short"]["p99"], "tita's short-flow p99 slowdown is below HPCC's")
-    check(t["short"]["p99"] < 0.2 * d["short"]["p99"], "tita's short-flow p99 slowdown is below 0.2 x DCQCN's")
-    check(t["long"]["p99"] <= 1.1 * h["long"]["p99"], "tita's long-flow p99 slowdown is within 10 % of HPCC's")
-    for cc, m in res.items():
-        check(m["flows_finished"] == m["flows_started"] and m["flows_failed"] == 0, f"{cc}: every flow finished")
-    check(t["pfc_pauses"] == 0, "no PFC pause under tita")
+        for seed in SEEDS:
+            out = os.path.join(work, f"ws50-{cc}-{seed}")
+            cmd = [sim, "--preset=hpcc-artifact", "--topo=fattree:pods=2,tors=2,aggs=2,hosts=8,cores=2",
+                   f"--workload=poisson:cdf={root}/data/workloads/websearch.cdf,load=0.5", f"--cc={cc}",
+                   "--duration=5ms", f"--seed={seed}", "--progress=0", f"--out={out}", "--qlen-interval=0s"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"tita-sim failed: {r.stderr[-1500:]}")
+            res[cc, seed] = M.metrics(out, None)
+            res[cc, seed]["flows"] = M.load(out)["flows"]
+            res[cc, seed]["timeouts"] = M.load(out)["summary"]["qp_timeouts"]
+    for seed in SEEDS:
+        t, h, d = res["tita", seed], res["hpcc", seed], res["dcqcn", seed]
+        print(f"seed {seed}: short p99 tita {t['short']['p99']:.3f}, hpcc {h['short']['p99']:.3f}, "
+              f"dcqcn {d['short']['p99']:.3f} ({t['short']['n']} flows); long p99 tita {t['long']['p99']:.3f}, "
+              f"hpcc {h['long']['p99']:.3f} ({t['long']['n']} flows)")
+        check(t["short"]["n"] >= 200, f"seed {seed}: enough short flows for a p99")
+        # Margins from seeds 1-5 (doc/validation.md): tita/HPCC 0.70-0.87, tita/DCQCN 0.13-0.18.
+        check(t["short"]["p99"] <= 0.95 * h["short"]["p99"],
+              f"seed {seed}: tita's short-flow p99 slowdown is at most 0.95 x HPCC's")
+        check(t["short"]["p99"] <= 0.3 * d["short"]["p99"],
+              f"seed {seed}: tita's short-flow p99 slowdown is at most 0.3 x DCQCN's")
+    tl = pooled([res["tita", s] for s in SEEDS], "long")
+    hl = pooled([res["hpcc", s] for s in SEEDS], "long")
+    print(f"long p99 over seeds {SEEDS}: tita {tl:.3f}, hpcc {hl:.3f}")
+    check(tl <= 1.25 * hl, "tita's long-flow p99 slowdown over three seeds is within 25 % of HPCC's")
+    for (cc, seed), m in res.items():
+        check(m["flows_finished"] == m["flows_started"] and m["flows_failed"] == 0,
+              f"{cc} seed {seed}: every flow finished")
+        check(m["switch_drops"] == 0 and m["nic_drops"] == 0 and m["timeouts"] == 0,
+              f"{cc} seed {seed}: lossless (no drop, no retransmission timeout)")
+    check(all(res["tita", s]["pfc_pauses"] == 0 for s in SEEDS), "no PFC pause under tita")
 
 
 def incast(sim, root, work):
@@ -81,14 +107,21 @@ def lossless(sim, root, work):
     r = subprocess.run([sim, "--topo=fattree:pods=4,tors=2,aggs=2,hosts=8,cores=2,host_rate=100Gbps,fabric_rate=400Gbps",
                         f"--workload=poisson:cdf={root}/data/workloads/websearch.cdf,load=0.5;"
                         "incast:senders=60,receiver=0,bytes=500000,jitter=0,at=100000",
-                        "--cc=dcqcn", "--duration=1ms", "--progress=0", "--qlen-interval=0s", f"--out={out}"],
+                        "--cc=dcqcn", "--duration=1ms", "--progress=0", "--qlen-interval=0s", f"--out={out}",
+                        # A CNP (UDP source port 0, so another ECMP path) can sit behind
+                        # pauses for over a millisecond: keep QPs until it has landed.
+                        "--ns3::TitaFlowManager::QpReclaimDelay=10ms"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"tita-sim failed: {r.stderr[-1500:]}")
     m = M.metrics(out, None)
-    print(f"lossless: {m['pfc_pauses']} PFC pauses, {m['switch_drops']} switch drops")
+    timeouts = M.load(out)["summary"]["qp_timeouts"]
+    print(f"lossless: {m['pfc_pauses']} PFC pauses, {m['switch_drops']} switch drops, {m['nic_drops']} NIC drops, "
+          f"{timeouts} timeouts")
     check(m["pfc_pauses"] > 100, "the incast makes the switches pause (PFC exercised)")
     check(m["switch_drops"] == 0, "no switch drop in the lossless class")
+    check(m["nic_drops"] == 0, "no NIC drop (a paused NIC merges its ACKs instead of losing them)")
+    check(timeouts == 0, "no retransmission timeout")
     check(m["flows_finished"] == m["flows_started"], "every flow finished")
 
 
