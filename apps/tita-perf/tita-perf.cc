@@ -62,6 +62,7 @@ struct Options {
   uint32_t mtu = 4096;
   std::string cc = "none";
   std::vector<std::string> cc_params;
+  std::vector<std::string> cc_plugins;
   std::string recovery = "gbn";
   double rate_gbps = 100;
   bool pace = false;
@@ -713,7 +714,10 @@ int main(int argc, char** argv) {
   app.add_option("--iters", o.iters, "messages per QP (0: run for --duration)");
   app.add_option("--duration", o.duration_s, "seconds")->check(CLI::PositiveNumber);
   app.add_option("--mtu", o.mtu, "RoCE path MTU")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
-  app.add_option("--cc", o.cc, "congestion control: none dcqcn timely hpcc swift powertcp nscc tita");
+  app.add_option("--cc", o.cc,
+                 "congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or a --cc-plugin's; "
+                 "help lists them with their parameters");
+  app.add_option("--cc-plugin", o.cc_plugins, "shared object with congestion-control plug-ins (repeatable)");
   app.add_option("--cc-param", o.cc_params, "name=value for the congestion control (repeatable)");
   app.add_option("--recovery", o.recovery, "gbn (go-back-N) or sr (selective repeat)")
       ->check(CLI::IsMember({"gbn", "sr"}));
@@ -746,6 +750,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   (void)lb;
+  for (const std::string& path : o.cc_plugins) {
+    if (tita::cc::load_plugin(path, &err) != 0) {
+      std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
+      return 2;
+    }
+  }
+  if (o.cc == "help") {
+    std::fputs(tita::cc::algorithms_help().c_str(), stdout);
+    return 0;
+  }
   if (!o.server && o.client.empty() && !o.loopback) {
     std::fprintf(stderr, "tita-perf: give --server, --client HOST or --loopback\n");
     return 2;

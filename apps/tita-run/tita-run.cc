@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
         return s;
       }());
   std::string vdev, port, ip, eal, config, cc, mac, progress, recovery, log, device, rate, base_rtt;
-  std::vector<std::string> cc_params, neighbours;
+  std::vector<std::string> cc_params, cc_plugins, neighbours;
   std::vector<std::string> program;
   app.add_option("--vdev", vdev, "DPDK vdev to create, as EAL's --vdev takes it");
   app.add_option("--port", port, "existing DPDK port: PCI address, name or number");
@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   app.add_option("--eal", eal, "extra EAL arguments");
   app.add_option("--config", config, "JSON file of settings (TITA_CONFIG)");
   app.add_option("--cc", cc, "congestion control of every QP");
+  app.add_option("--cc-plugin", cc_plugins, "shared object with congestion-control plug-ins (repeatable)");
   app.add_option("--cc-param", cc_params, "name=value for the congestion control (repeatable)");
   app.add_option("--mac", mac, "source MAC (default: the port's)");
   app.add_option("--rate-gbps", rate, "line rate congestion control assumes (default: the port's speed)");
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
     return s;
   };
   put("TITA_CC_PARAMS", join(cc_params, " "));
+  put("TITA_CC_PLUGIN", join(cc_plugins, " "));
   put("TITA_NEIGHBOURS", join(neighbours, ","));
 
   tita::verbs::Config c;

@@ -14,6 +14,7 @@
 #include "tita-topology.h"
 #include "tita-units.h"
 #include "tita-workload.h"
+#include "tita/cc/cc.h"
 #include "tita/fabric/types.h"
 
 #include "ns3/boolean.h"
@@ -393,6 +394,7 @@ main(int argc, char* argv[])
     std::string intOff;
     std::string seriesArg = "0s";
     std::string presetName;
+    std::string ccPlugins;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("Runs a tita data-centre simulation. Every ns-3 attribute is settable too, e.g.\n"
@@ -407,7 +409,13 @@ main(int argc, char* argv[])
                  "receiver=R,bytes=B,jitter=NS,at=NS | allreduce:ranks=all|N,bytes=B,order=rail|server | "
                  "alltoall:ranks=N,bytes=B,pxn=0|1",
                  workloadArg);
-    cmd.AddValue("cc", "Congestion control: none dcqcn timely hpcc swift powertcp nscc tita", cc);
+    cmd.AddValue("cc",
+                 "Congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or one of a "
+                 "--cc-plugin; help lists them with their parameters",
+                 cc);
+    cmd.AddValue("cc-plugin",
+                 "Comma-separated shared objects with congestion-control plug-ins (cc/plugin.h) to load",
+                 ccPlugins);
     cmd.AddValue("cc-params", "Comma-separated name=value parameters of the congestion control", ccParams);
     cmd.AddValue("duration", "Poisson arrivals during this long", durationArg);
     cmd.AddValue("stop", "Stop the simulation at this time even if flows remain", stopArg);
@@ -430,6 +438,24 @@ main(int argc, char* argv[])
                  "Attributes given on the command line win",
                  presetName);
     cmd.Parse(argc, argv);
+
+    {
+        std::stringstream ss(ccPlugins);
+        std::string path;
+        while (std::getline(ss, path, ','))
+        {
+            std::string err;
+            if (!path.empty() && ::tita::cc::load_plugin(path, &err) != 0)
+            {
+                Usage(err);
+            }
+        }
+    }
+    if (cc == "help")
+    {
+        std::cout << ::tita::cc::algorithms_help();
+        return 0;
+    }
 
     const auto wallStart = std::chrono::steady_clock::now();
     const Time duration = TimeOption("duration", durationArg);

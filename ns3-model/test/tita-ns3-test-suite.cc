@@ -23,6 +23,8 @@
 #include "tita/wire/frame.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -1098,6 +1100,22 @@ class TitaNs3TestSuite : public TestSuite
         AddTestCase(new TitaGoldenTraceTestCase("powertcp"), TestCase::QUICK);
         AddTestCase(new TitaGoldenTraceTestCase("nscc"), TestCase::QUICK);
         AddTestCase(new TitaGoldenTraceTestCase("tita"), TestCase::QUICK);
+        // Congestion-control plug-ins named in TITA_TEST_CC_PLUGIN (space-separated
+        // shared objects; the cc-plugin test sets it): the same golden trace.
+        if (const char* env = std::getenv("TITA_TEST_CC_PLUGIN"); env != nullptr && *env != '\0')
+        {
+            std::stringstream ss(env);
+            std::string path;
+            while (ss >> path)
+            {
+                std::string err;
+                NS_ABORT_MSG_IF(ccl::load_plugin(path, &err) != 0, err);
+            }
+            for (const ccl::PluginOps* ops : ccl::plugins())
+            {
+                AddTestCase(new TitaGoldenTraceTestCase(std::string(ops->info.name)), TestCase::QUICK);
+            }
+        }
         AddTestCase(new TitaEcnIntTestCase, TestCase::QUICK);
         AddTestCase(new TitaIncastFairnessTestCase("dcqcn", false), TestCase::QUICK);
         AddTestCase(new TitaIncastFairnessTestCase("hpcc", true), TestCase::QUICK);

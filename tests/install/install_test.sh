@@ -5,16 +5,8 @@
 # program that does not capture needs no libpcap (libtita-capture is separate).
 set -eu
 build=$1 src=$2 capture_src=$3 work=$4
-rm -rf "$work"
-meson install -C "$build" --destdir "$work/root" --no-rebuild >/dev/null
-mkdir -p "$work/pc"
-for pc in $(find "$work/root" -name 'libtita*.pc'); do
-  # Point tita's .pc files (only them: their dependencies are installed
-  # system-wide) at the scratch root.
-  prefix=$(sed -n 's/^prefix=//p' "$pc")
-  sed "s|^prefix=.*|prefix=$work/root$prefix|" "$pc" >"$work/pc/$(basename "$pc")"
-done
-export PKG_CONFIG_PATH="$work/pc"
+. "$(dirname "$0")/stage.sh"
+stage_install "$build" "$work"
 
 c++ -std=c++20 -o "$work/consumer" "$src" $(pkg-config --cflags --libs libtita)
 "$work/consumer"

@@ -99,7 +99,8 @@ const std::vector<Setting>& settings() {
       {"eal", "TITA_EAL", "extra EAL arguments, space separated"},
       {"hugepages", "TITA_HUGEPAGES", "use hugepages (default false: EAL --no-huge)"},
       {"memory_mb", "TITA_MEMORY_MB", "EAL memory with --no-huge (default 512)"},
-      {"cc", "TITA_CC", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita"},
+      {"cc_plugin", "TITA_CC_PLUGIN", "shared objects with congestion-control plug-ins to load, space separated"},
+      {"cc", "TITA_CC", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita, or a plug-in's"},
       {"cc_params", "TITA_CC_PARAMS", "its parameters, name=value, space separated"},
       {"recovery", "TITA_RECOVERY", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
       {"progress", "TITA_PROGRESS", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
@@ -139,11 +140,15 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
     if (!parse_bool(v, &c->hugepages)) return bad("must be true or false");
   } else if (key == "memory_mb") {
     if (!parse_uint(v, &c->memory_mb, 64, 1 << 20)) return bad("must be 64 to 1048576");
+  } else if (key == "cc_plugin") {
+    for (const std::string& path : split(v, ' ')) {
+      std::string why;
+      if (cc::load_plugin(path, &why) != 0) return fail(err, what + ": " + why);
+      c->cc_plugins.push_back(path);
+    }
   } else if (key == "cc") {
-    cc::Params params;
-    std::string why;
-    if (cc::Params::create(v, {}, &params, &why) != 0) return fail(err, what + ": " + why);
-    c->cc = v;
+    if (v.empty()) return bad("must name an algorithm");
+    c->cc = v;  // checked by check(), once every plug-in is loaded
   } else if (key == "cc_params") {
     c->cc_params = split(v, ' ');  // checked against the algorithm by check()
   } else if (key == "recovery") {
@@ -273,7 +278,10 @@ int check(const Config& c, std::string* err) {
   }
   // The algorithm's parameters, by the congestion control's own table.
   cc::Params params;
-  if (int rc = cc::Params::create(c.cc, {}, &params, err); rc != 0) return rc;
+  if (int rc = cc::Params::create(c.cc, {}, &params, err); rc != 0) {
+    *err = "cc: " + *err;
+    return rc;
+  }
   for (const std::string& a : c.cc_params) {
     if (int rc = params.set(a, err); rc != 0) {
       *err = "cc_params: " + *err;

@@ -43,30 +43,32 @@
 #include "tita/cc/algo/timely.h"
 #include "tita/cc/algo/tita.h"
 #include "tita/cc/param.h"
+#include "tita/cc/plugin.h"
 #include "tita/cc/types.h"
 
 namespace tita::cc {
 
 // The registry: every algorithm's per-flow state type, in registry order. Each
-// names its parameter struct (State::Params). Adding an algorithm = one entry.
+// names its parameter struct (State::Params). Adding a built-in = one entry; the
+// last one, PluginFlow, runs every algorithm registered at run time (plugin.h).
 template <class... States>
 struct AlgorithmList {
   using StateVariant = std::variant<States...>;
   using ParamsVariant = std::variant<typename States::Params...>;
 };
 using Registry = AlgorithmList<NoneFlow, DcqcnFlow, TimelyFlow, HpccFlow, SwiftFlow,
-                               PowertcpFlow, NsccFlow, TitaFlow>;
+                               PowertcpFlow, NsccFlow, TitaFlow, PluginFlow>;
 
-// Every registered algorithm, in registry order.
+// The built-in algorithms, in registry order (plugins() has the others).
 std::span<const AlgorithmInfo> algorithms();
 
 // One algorithm's shared, read-mostly parameters (value type, copyable).
 // Default-constructed: "none" at the line rate.
 class Params {
  public:
-  // Defaults for `algorithm`, scaled from `link` where the literature does.
-  // -ENOENT and "unknown congestion control 'x' (known: none, dcqcn, ...)" for
-  // an unknown name; *out is unchanged then.
+  // Defaults for `algorithm` (a built-in or a registered plug-in), scaled from
+  // `link` where the literature does. -ENOENT and "unknown congestion control
+  // 'x' (known: none, dcqcn, ...)" for an unknown name; *out is unchanged then.
   static int create(std::string_view algorithm, const FlowConfig& link, Params* out,
                     std::string* err);
 
@@ -119,8 +121,14 @@ class Flow {
   uint64_t cwnd_bytes() const { return out_.cwnd_bytes; }      // kNoWindow: rate-based
   uint64_t next_timer_ns() const { return out_.next_timer_ns; }  // kNoTimer: none wanted
   bool wants_int() const {
-    return std::visit([](const auto& a) { return std::decay_t<decltype(a)>::kWantsInt; },
-                      algo_);
+    return std::visit(
+        [](const auto& a) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(a)>, PluginFlow>)
+            return a.ops != nullptr && a.ops->wants_int;
+          else
+            return std::decay_t<decltype(a)>::kWantsInt;
+        },
+        algo_);
   }
 
   // The algorithm's own state, for tests and tracing; nullptr if another runs.

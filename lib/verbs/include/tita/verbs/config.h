@@ -35,6 +35,7 @@ struct Config {
   uint32_t memory_mb = 512;      // with --no-huge: EAL's -m
   std::string cc = "none";       // congestion control of every QP (cc/)
   std::vector<std::string> cc_params;  // "name=value" each
+  std::vector<std::string> cc_plugins;  // loaded (cc::load_plugin) as they were set
   bool selective_repeat = false;  // recovery: "gbn" (false) or "sr"
   Progress progress = Progress::kBusy;
   double rate_gbps = 0;           // the line rate congestion control assumes; 0: the port's speed
