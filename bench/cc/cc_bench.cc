@@ -3,8 +3,17 @@
 // 100 Gb/s path of base RTT 10 us; INT records advance 80 ns / 1000 B per ACK
 // with a queue that varies, so the control laws take their real paths
 // (utilisation around the target, per-RTT commits every 125 ACKs).
+//
+// Plug-ins: "dcqcn-plugin" and "hpcc-plugin" are the built-ins registered
+// again through the plug-in path (cc/plugin.h), so the difference to "dcqcn"
+// and "hpcc" is the cost of the indirect dispatch; TITA_CC_PLUGIN=PATH.so adds
+// the algorithms of a shared object (meson's benchmark sets it to
+// examples/cc-plugin's dctcp).
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,10 +84,29 @@ void bm_state_size(benchmark::State& state) {
   state.counters["flow_bytes"] = sizeof(Flow);
 }
 
+// A built-in registered once more as a plug-in, under another name.
+template <class F>
+void register_as_plugin(const char* name) {
+  static PluginOps ops = plugin_ops<F>();
+  ops.info.name = name;
+  std::string err;
+  if (register_algorithm(ops, &err) != 0) std::fprintf(stderr, "%s\n", err.c_str());
+}
+
 void register_all() {
-  for (const AlgorithmInfo& a : algorithms()) {
-    const std::string name(a.name);
-    const bool int_algorithm = name == "hpcc" || name == "powertcp" || name == "tita";
+  register_as_plugin<DcqcnFlow>("dcqcn-plugin");
+  register_as_plugin<HpccFlow>("hpcc-plugin");
+  if (const char* env = std::getenv("TITA_CC_PLUGIN"); env != nullptr) {
+    std::stringstream ss(env);
+    std::string path, err;
+    while (ss >> path)
+      if (load_plugin(path, &err) != 0) std::fprintf(stderr, "%s\n", err.c_str());
+  }
+  std::vector<std::string> names;
+  for (const AlgorithmInfo& a : algorithms()) names.emplace_back(a.name);
+  for (const PluginOps* o : plugins()) names.emplace_back(o->info.name);
+  for (const std::string& name : names) {
+    const bool int_algorithm = name == "hpcc" || name == "hpcc-plugin" || name == "powertcp" || name == "tita";
     std::vector<int> hop_counts = int_algorithm ? std::vector<int>{1, 5} : std::vector<int>{0};
     if (name == "tita") hop_counts.insert(hop_counts.begin(), 0);  // the fallback path
     for (int hops : hop_counts) {

@@ -108,8 +108,7 @@ std::string algorithms_help(const FlowConfig& link) {
       out.append(line);
     }
   };
-  for (const AlgorithmInfo& a : algorithms())
-    if (a.name != PluginParams::kInfo.name) one(a.name, a.summary, false);
+  for (const AlgorithmInfo& a : algorithms()) one(a.name, a.summary, false);
   for (const PluginOps* o : plugins()) one(o->info.name, o->info.summary, true);
   return out;
 }
