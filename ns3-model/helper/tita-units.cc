@@ -205,9 +205,17 @@ TitaCcParams(const std::string& algorithm,
                         return Fail(err, algorithm + " parameter '" + name + "': " + e);
                     }
                     // Time keeps picoseconds here; the parameter takes (fractional) ns.
-                    char buf[32];
-                    const auto r = std::to_chars(buf, buf + sizeof buf, t.GetPicoSeconds() / 1000.0);
-                    item = name + "=" + std::string(buf, r.ptr);
+                    const int64_t ps = t.GetPicoSeconds();
+                    if (ps % 1000 == 0)
+                    {
+                        item = name + "=" + std::to_string(ps / 1000);
+                    }
+                    else
+                    {
+                        char buf[32];
+                        const auto r = std::to_chars(buf, buf + sizeof buf, ps / 1000.0, std::chars_format::fixed);
+                        item = name + "=" + std::string(buf, r.ptr);
+                    }
                 }
             }
         }

@@ -508,6 +508,42 @@ class TitaAckPriorityTestCase : public TestCase
     }
 };
 
+/**
+ * With the HPCC simulator's payload (1000 B) and header count (48 B), the ideal
+ * FCT is its standalone FCT: pair RTT (2 x propagation + a payload's
+ * serialisation per link) + (size + packets x 48) x 8 / bottleneck. On one
+ * switch at 100 Gb/s and 1 us per link the artifact's RTT is 4160 ns.
+ */
+class TitaIdealFctTestCase : public TestCase
+{
+  public:
+    TitaIdealFctTestCase()
+        : TestCase("ideal FCT equals the HPCC simulator's standalone FCT under its payload and header size")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        TitaNetworkHelper net;
+        net.SetNicAttribute("PayloadSize", UintegerValue(1000));
+        net.Build(Star(2));
+        Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
+        mgr->SetAttribute("IdealOverheadBytes", UintegerValue(48));
+        mgr->SetNetwork(&net);
+        for (uint64_t size : {1000ULL, 1001ULL, 100'000ULL, 10'000'000ULL})
+        {
+            const uint64_t packets = (size + 999) / 1000;
+            const double artifact = 4160 + (size + packets * 48) * 8e9 / 100e9;
+            NS_TEST_EXPECT_MSG_EQ_TOL(static_cast<double>(mgr->IdealFctNs(1, 0, size)),
+                                      artifact,
+                                      1.0,
+                                      "ideal FCT of " << size << " B");
+        }
+        Simulator::Destroy();
+    }
+};
+
 /** ClearRoutes empties a switch's table: frames find no route and are counted. */
 class TitaClearRoutesTestCase : public TestCase
 {
@@ -1124,6 +1160,7 @@ class TitaNs3TestSuite : public TestSuite
         AddTestCase(new TitaNotificationTestCase, TestCase::QUICK);
         AddTestCase(new TitaAckPriorityTestCase, TestCase::QUICK);
         AddTestCase(new TitaClearRoutesTestCase, TestCase::QUICK);
+        AddTestCase(new TitaIdealFctTestCase, TestCase::QUICK);
         AddTestCase(new TitaFatTreeWebSearchTestCase, TestCase::QUICK);
         AddTestCase(new TitaMultiRailTestCase, TestCase::QUICK);
     }
