@@ -144,7 +144,7 @@ def perftest(vm):
                 report = vout
             bw = bw_of(report)
             if ok and not bw:
-                fail(f"{name}: no bandwidth reported")
+                fail(f"{name}: no bandwidth reported:\n    {tail(report)}")
             elif bw:
                 results[name] = f"{bw} MB/s"
                 print(f"{name}: {bw} MB/s", flush=True)
