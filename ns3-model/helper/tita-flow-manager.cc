@@ -79,15 +79,7 @@ TitaFlowManager::SetNetwork(TitaNetworkHelper* net)
     }
     if (net->GetNHosts() > 0)
     {
-        // Full packets carry PayloadSize bytes (when set) or the path MTU.
-        UintegerValue v;
-        net->GetNic(0)->GetAttribute("PayloadSize", v);
-        m_mtu = static_cast<uint32_t>(v.Get());
-        if (m_mtu == 0)
-        {
-            net->GetNic(0)->GetAttribute("PathMtu", v);
-            m_mtu = static_cast<uint32_t>(v.Get());
-        }
+        m_mtu = net->GetNic(0)->GetFullPayloadBytes();
     }
     std::string err;
     NS_ABORT_MSG_IF(!TitaCcParams(m_cc, m_ccParams, &m_ccParamList, &err), err);
@@ -129,7 +121,7 @@ TitaFlowManager::IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const
     {
         return 0;
     }
-    const uint64_t packets = bytes == 0 ? 1 : (bytes + m_mtu - 1) / m_mtu;
+    const uint64_t packets = ::tita::engine::packets_for(bytes, m_mtu);
     const uint64_t wire = bytes + packets * m_overheadBytes;
     const double ns = static_cast<double>(p.baseRttNs) +
                       static_cast<double>(wire) * 8e9 / static_cast<double>(p.bottleneckBps);

@@ -174,14 +174,8 @@ TitaNetworkHelper::Build(const TitaTopology& topo)
     {
         sw->Setup();
     }
-    uint32_t mtu = 1024;
-    if (!m_nics.empty())
-    {
-        UintegerValue v;
-        m_nics[0]->GetAttribute("PathMtu", v);
-        mtu = static_cast<uint32_t>(v.Get());
-    }
-    ComputeRoutes(mtu);
+    // Base RTTs count a full packet's store-and-forward per link.
+    ComputeRoutes(m_nics.empty() ? 1024 : m_nics[0]->GetFullPayloadBytes());
     for (auto& nic : m_nics)
     {
         nic->SetAttribute("BaseRtt", TimeValue(NanoSeconds(m_maxBaseRttNs)));

@@ -113,7 +113,7 @@ RdmaNicNetDevice::GetTypeId()
                           MakeEnumChecker(kCnp, "cnp", kAckEcho, "ack"))
             .AddAttribute("CnpInterval",
                           "Minimum time between two CNPs for one QP (0: a CNP for every CE-marked packet)",
-                          TimeValue(MicroSeconds(50)),
+                          TimeValue(NanoSeconds(::tita::cc::NpParams{}.cnp_interval_ns)),
                           MakeTimeAccessor(&RdmaNicNetDevice::m_cnpInterval),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("AckHighPriority",
@@ -454,6 +454,15 @@ void
 RdmaNicNetDevice::Kick()
 {
     ArmWakeup(NowNs());
+}
+
+uint32_t
+RdmaNicNetDevice::GetFullPayloadBytes() const
+{
+    eng::QpAttr a;
+    a.path_mtu = m_pathMtu;
+    a.payload_bytes = m_payloadSize;
+    return a.full_payload_bytes();
 }
 
 uint64_t

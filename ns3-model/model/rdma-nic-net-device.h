@@ -86,6 +86,8 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint32_t GetQueuedBytes() const { return m_queuedBytes; }
     uint32_t GetQueuedFrames() const { return m_queuedFrames; }
     uint64_t GetEngineDrops() const;
+    /// The payload of a full packet of this NIC's QPs (PayloadSize, else PathMtu).
+    uint32_t GetFullPayloadBytes() const;
 
     /// Rate or window of a QP changed: QPN, rate (b/s), window (bytes, UINT64_MAX = none).
     typedef void (*CcTracedCallback)(uint32_t qpn, uint64_t rateBps, uint64_t cwndBytes);

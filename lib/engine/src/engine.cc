@@ -491,7 +491,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpPathMtu) {
     q.path_mtu = a.path_mtu;
     q.payload_bytes = a.payload_bytes;
-    qp->mtu_bytes = a.payload_bytes != 0 ? a.payload_bytes : a.path_mtu;
+    qp->mtu_bytes = a.full_payload_bytes();
   }
   if (mask & kQpAv) q.ah_attr = a.ah_attr;
   if (mask & kQpDestQpn) q.dest_qp_num = a.dest_qp_num;

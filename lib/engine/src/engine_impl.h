@@ -257,7 +257,7 @@ struct Qp {
   uint32_t rd_atomic_limit() const { return std::max<uint32_t>(attr.max_rd_atomic, 1); }
   uint32_t mtu() const { return mtu_bytes; }
   // Packets of a message of `length` bytes (a zero-length one takes one).
-  uint32_t packets_for(uint32_t length) const { return length == 0 ? 1 : (length + mtu_bytes - 1) / mtu_bytes; }
+  uint32_t packets_for(uint32_t length) const { return engine::packets_for(length, mtu_bytes); }
   // Selective repeat as configured and as the peer speaks it.
   bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat && peer_tita; }
   uint64_t inflight_bytes() const { return nxt_bytes - una_bytes; }

@@ -153,6 +153,8 @@ struct QpAttr {
   // simulators whose packets carry 1000 B. A multiple of 4, 64 to path_mtu;
   // applied with kQpPathMtu.
   uint32_t payload_bytes = 0;
+  // The payload of a full packet: payload_bytes, or the path MTU.
+  constexpr uint32_t full_payload_bytes() const { return payload_bytes != 0 ? payload_bytes : path_mtu; }
   uint32_t dest_qp_num = 0;
   uint32_t rq_psn = 0;
   uint32_t sq_psn = 0;
@@ -168,6 +170,12 @@ struct QpAttr {
   uint8_t max_dest_rd_atomic = 16;  // READs and atomics this responder accepts outstanding
   Recovery recovery = Recovery::kGoBackN;
 };
+
+// Packets of a message of `length` bytes whose full packets carry
+// `payload_bytes` (a zero-length message takes one).
+constexpr uint32_t packets_for(uint64_t length, uint32_t payload_bytes) {
+  return length == 0 ? 1 : static_cast<uint32_t>((length + payload_bytes - 1) / payload_bytes);
+}
 
 // Which QpAttr fields modify_qp applies: the IBV_QP_* bits, same values.
 enum QpAttrMask : uint32_t {
