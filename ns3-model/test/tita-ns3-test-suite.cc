@@ -6,6 +6,7 @@
 #include "tita-flow-manager.h"
 #include "tita-frame.h"
 #include "tita-network-helper.h"
+#include "tita-presets.h"
 #include "tita-switch-node.h"
 #include "tita-topology.h"
 #include "tita-workload.h"
@@ -380,10 +381,11 @@ class TitaNotificationTestCase : public TestCase
         net.Build(Star(5));
         Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
         mgr->SetAttribute("Cc", StringValue("dcqcn"));
-        // The HPCC simulator's DCQCN (run.py): the same in every mode.
-        mgr->SetAttribute("CcParams",
-                          StringValue("rate_timer_ns=300us,rate_ai_bps=20Mb/s,rate_hai_bps=200Mb/s,"
-                                      "min_rate_bps=1Gb/s,clamp_target_rate=0"));
+        // The HPCC simulator's DCQCN (run.py, as the preset has it): the same in every mode.
+        TitaPreset preset;
+        std::string err;
+        NS_ABORT_MSG_UNLESS(TitaGetPreset("hpcc-artifact", "dcqcn", 100'000'000'000, &preset, &err), err);
+        mgr->SetAttribute("CcParams", StringValue(preset.ccParams));
         mgr->SetNetwork(&net);
         Result r;
         net.GetNic(0)->TraceConnectWithoutContext(

@@ -92,6 +92,19 @@ int find_param(std::span<const ParamInfo> infos, std::string_view name);
 
 }  // namespace detail
 
+// The field of *p that row d describes, written (v already checked) and read.
+template <class P>
+void store_param(const ParamDef<P>& d, P* p, double v) {
+  if (d.real != nullptr)
+    p->*d.real = v;
+  else
+    p->*d.whole = static_cast<uint64_t>(v);
+}
+template <class P>
+double load_param(const ParamDef<P>& d, const P& p) {
+  return d.real != nullptr ? p.*d.real : static_cast<double>(p.*d.whole);
+}
+
 // Applies "name=value" to *p. Returns 0 or -EINVAL (see parse_assignment).
 template <class P>
 int set_param(std::string_view owner, ParamTableView<P> table, P* p,
@@ -100,11 +113,7 @@ int set_param(std::string_view owner, ParamTableView<P> table, P* p,
   double v = 0;
   if (int rc = detail::parse_assignment(owner, table.infos, assignment, &i, &v, err); rc != 0)
     return rc;
-  const ParamDef<P>& d = table.defs[i];
-  if (d.real != nullptr)
-    p->*d.real = v;
-  else
-    p->*d.whole = static_cast<uint64_t>(v);
+  store_param(table.defs[i], p, v);
   return 0;
 }
 
@@ -113,8 +122,7 @@ template <class P>
 int get_param(ParamTableView<P> table, const P& p, std::string_view name, double* value) {
   const int i = detail::find_param(table.infos, name);
   if (i < 0) return -ENOENT;
-  const ParamDef<P>& d = table.defs[static_cast<size_t>(i)];
-  *value = d.real != nullptr ? p.*d.real : static_cast<double>(p.*d.whole);
+  *value = load_param(table.defs[static_cast<size_t>(i)], p);
   return 0;
 }
 

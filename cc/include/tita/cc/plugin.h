@@ -138,18 +138,8 @@ const PluginOps& plugin_ops() {
     o.wants_int = F::kWantsInt;
     o.params = P::table().infos;
     o.defaults = [](void* p, const FlowConfig& link) { ::new (p) P(P::defaults(link)); };
-    o.set_param = [](void* p, size_t i, double v) {
-      const ParamDef<P>& d = P::table().defs[i];
-      if (d.real != nullptr)
-        static_cast<P*>(p)->*d.real = v;
-      else
-        static_cast<P*>(p)->*d.whole = static_cast<uint64_t>(v);
-    };
-    o.get_param = [](const void* p, size_t i) {
-      const ParamDef<P>& d = P::table().defs[i];
-      return d.real != nullptr ? static_cast<const P*>(p)->*d.real
-                               : static_cast<double>(static_cast<const P*>(p)->*d.whole);
-    };
+    o.set_param = [](void* p, size_t i, double v) { store_param(P::table().defs[i], static_cast<P*>(p), v); };
+    o.get_param = [](const void* p, size_t i) { return load_param(P::table().defs[i], *static_cast<const P*>(p)); };
     // The parameters live in the host's cc::Params, which outlives the flow
     // (the rule for built-ins too), so the state may keep a pointer to them.
     o.init = [](void* s, const void* p, const FlowConfig& cfg, uint64_t now, FlowOutput& out) {
