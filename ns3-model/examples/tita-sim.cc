@@ -119,19 +119,11 @@ struct Spec
         {
             return def;
         }
-        std::size_t pos = 0;
         double x = 0;
-        try
+        std::string err;
+        if (!TitaParseReal(*v, &x, &err))
         {
-            x = std::stod(*v, &pos);
-        }
-        catch (...)
-        {
-            pos = 0;
-        }
-        if (pos == 0 || pos != v->size())
-        {
-            Bad(k, "'" + *v + "' is not a number");
+            Bad(k, err);
         }
         if (x < lo || x > hi)
         {

@@ -144,6 +144,12 @@ TitaParseBytes(const std::string& text, uint64_t* bytes, std::string* err)
 }
 
 bool
+TitaParseReal(const std::string& text, double* v, std::string* err)
+{
+    return WholeNumber(text, v) || Fail(err, "'" + text + "' is not a number");
+}
+
+bool
 TitaParseCount(const std::string& text, uint64_t* n, std::string* err)
 {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *n);

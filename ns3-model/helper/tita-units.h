@@ -27,6 +27,9 @@ bool TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t
 /// 1000), KiB, MiB, GiB (powers of 1024); also K, M, G as 1000, 1e6, 1e9.
 bool TitaParseBytes(const std::string& text, uint64_t* bytes, std::string* err);
 
+/// A finite number, the whole text ("0.5", "1e-3").
+bool TitaParseReal(const std::string& text, double* v, std::string* err);
+
 /// A non-negative whole number.
 bool TitaParseCount(const std::string& text, uint64_t* n, std::string* err);
 
