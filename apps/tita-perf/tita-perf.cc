@@ -606,7 +606,7 @@ class Perf {
             {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
             {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped},
             {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
-            {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"zero_copy_frames", host_->counters().tx_zero_copy},
+            {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"tx_oversize", host_->counters().tx_oversize}, {"zero_copy_frames", host_->counters().tx_zero_copy},
             {"path_changes", path_changes}, {"path_follows", path_follows}};
   }
 

@@ -131,7 +131,7 @@ void EngineHost::transmit(uint64_t, const engine::TxFrame& f) {
     auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.len())));
     if (p == nullptr) [[unlikely]] {  // larger than the mbuf's data room
       rte_pktmbuf_free(m);
-      ++counters_.tx_no_mbuf;
+      ++counters_.tx_oversize;
       return;
     }
     std::memcpy(p, f.hdr, f.hdr_len);

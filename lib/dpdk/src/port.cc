@@ -237,6 +237,8 @@ PortStats Port::stats() const {
   out.rx_bytes = s.ibytes;
   out.tx_bytes = s.obytes;
   out.rx_missed = s.imissed + s.rx_nombuf;
+  out.rx_errors = s.ierrors;
+  out.tx_errors = s.oerrors;
   out.tx_dropped = tx_dropped_;
   return out;
 }

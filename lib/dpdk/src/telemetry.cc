@@ -83,6 +83,7 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "host_tx_zero_copy", hc.tx_zero_copy);
   u64(d, "host_tx_copied", hc.tx_copied);
   u64(d, "host_tx_no_mbuf", hc.tx_no_mbuf);
+  u64(d, "host_tx_oversize", hc.tx_oversize);
   u64(d, "host_polls", hc.polls);
   return 0;
 }

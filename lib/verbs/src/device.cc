@@ -270,7 +270,25 @@ void Device::detach(Context* c) {
   // answers to the peer's last retransmissions.
   const uint64_t until = clock_->now_ns() + kLingerNs;
   while (clock_->now_ns() < until) host_->poll_once(clock_->now_ns());
+  report_refused();
   host_.reset();
+}
+
+// Frames that never reached the wire, and those dropped on arrival, said at close:
+// at the default log level when the device failed to send any, else at info
+// (arrivals that are not tita's, or lost to a full port, are a normal sight).
+void Device::report_refused() {
+  const dpdk::HostCounters& h = host_->counters();
+  const engine::EngineCounters& e = host_->engine().counters();
+  const dpdk::PortStats p = port_.stats();
+  const bool any = h.tx_no_mbuf + h.tx_oversize + p.tx_errors > 0;
+  log(any ? Config::Log::kError : Config::Log::kInfo,
+      "%s: %lu frames sent, %lu received; not sent: %lu (no mbuf), %lu (larger than an mbuf), %lu (port tx errors); "
+      "dropped on arrival: %lu (port: missed), %lu (port: rx errors), %lu (engine: malformed, bad ICRC, not ours)",
+      cfg_.device.c_str(), static_cast<unsigned long>(h.tx_frames), static_cast<unsigned long>(h.rx_frames),
+      static_cast<unsigned long>(h.tx_no_mbuf), static_cast<unsigned long>(h.tx_oversize),
+      static_cast<unsigned long>(p.tx_errors), static_cast<unsigned long>(p.rx_missed),
+      static_cast<unsigned long>(p.rx_errors), static_cast<unsigned long>(e.rx_dropped));
 }
 
 const engine::EngineCounters* Device::counters() { return host_ ? &host_->engine().counters() : nullptr; }

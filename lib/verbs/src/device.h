@@ -156,6 +156,7 @@ class Device {
   // The largest path MTU (256..4096) whose frames the port carries.
   uint32_t max_path_mtu() const;
   const engine::EngineCounters* counters();
+  void report_refused();
 
   // Event routing: the engine names CQs and QPs by number.
   void bind_cq(uint32_t id, Cq* cq);

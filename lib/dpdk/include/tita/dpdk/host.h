@@ -56,6 +56,8 @@ struct HostCounters {
   uint64_t tx_zero_copy = 0;    // frames whose payload went out as external buffers
   uint64_t tx_copied = 0;
   uint64_t tx_no_mbuf = 0;      // frames dropped: mempool empty
+  uint64_t tx_oversize = 0;     // frames dropped: larger than the port's mbuf data room
+                                // (modify_qp refuses such path MTUs: a bug if ever seen)
   uint64_t rx_handed_off = 0;   // frames for another engine's QP, passed to its inbox
   uint64_t rx_from_inbox = 0;   // frames other engines passed to this one
   uint64_t rx_inbox_full = 0;   // frames dropped: the owner's inbox was full

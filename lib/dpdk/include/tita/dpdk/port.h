@@ -62,6 +62,8 @@ struct PortStats {
   uint64_t rx_bytes = 0;
   uint64_t tx_bytes = 0;
   uint64_t rx_missed = 0;  // dropped by the port for lack of descriptors or buffers
+  uint64_t rx_errors = 0;  // frames the port received in error (rte_eth_stats.ierrors)
+  uint64_t tx_errors = 0;  // frames the port took but failed to send (oerrors)
   uint64_t tx_dropped = 0;  // tita's own count: bursts the port did not take
 };
 
