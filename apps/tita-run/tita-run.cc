@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -55,54 +56,46 @@ int main(int argc, char** argv) {
         }
         return s;
       }());
-  std::string vdev, port, ip, eal, config, cc, mac, progress, recovery, log, device, rate, base_rtt;
-  std::vector<std::string> cc_params, cc_plugins, neighbours;
+  // One flag per setting, named after it (rate_gbps: --rate-gbps); the lists are
+  // repeatable flags of one item each (--cc-param, --cc-plugin, --neighbour).
+  struct Flag {
+    std::string env;
+    const char* sep;  // items of a repeatable flag joined by this; nullptr: one value
+    std::vector<std::string> values;
+    CLI::Option* option = nullptr;
+  };
+  std::vector<Flag> flags;
+  flags.reserve(tita::verbs::settings().size());
+  for (const auto& st : tita::verbs::settings()) {
+    std::string name = "--" + std::string(st.key);
+    std::replace(name.begin(), name.end(), '_', '-');
+    const char* sep = nullptr;
+    if (st.key == "cc_params") name = "--cc-param", sep = " ";
+    if (st.key == "cc_plugin") sep = " ";
+    if (st.key == "neighbours") name = "--neighbour", sep = ",";
+    Flag& f = flags.emplace_back(Flag{std::string(st.env), sep, {}});
+    std::string help(st.help);
+    if (sep != nullptr) help += " (repeatable, one item each)";
+    f.option = app.add_option(name, f.values, help);
+    if (sep == nullptr) f.option->expected(1);
+    if (st.key == "hugepages" || st.key == "pace") f.option->expected(0, 1);  // a bare --pace is --pace true
+  }
+  std::string config;
   std::vector<std::string> program;
-  app.add_option("--vdev", vdev, "DPDK vdev to create, as EAL's --vdev takes it");
-  app.add_option("--port", port, "existing DPDK port: PCI address, name or number");
-  app.add_option("--ip", ip, "IPv4 address of the device (its GID, RoCE v2)");
-  app.add_option("--eal", eal, "extra EAL arguments");
   app.add_option("--config", config, "JSON file of settings (TITA_CONFIG)");
-  app.add_option("--cc", cc, "congestion control of every QP");
-  app.add_option("--cc-plugin", cc_plugins, "shared object with congestion-control plug-ins (repeatable)");
-  app.add_option("--cc-param", cc_params, "name=value for the congestion control (repeatable)");
-  app.add_option("--mac", mac, "source MAC (default: the port's)");
-  app.add_option("--rate-gbps", rate, "line rate congestion control assumes (default: the port's speed)");
-  app.add_option("--base-rtt-us", base_rtt, "unloaded RTT congestion control starts from (default 10)");
-  app.add_option("--progress", progress, "busy (default) or adaptive");
-  app.add_option("--recovery", recovery, "gbn (default) or sr");
-  app.add_option("--neighbour", neighbours, "static ARP entry IP=MAC (repeatable)");
-  app.add_option("--device", device, "device name (default tita0)");
-  app.add_option("--log", log, "none, error (default), info or debug");
   app.add_option("program", program, "the program and its arguments, after --")->required();
   app.allow_extras(false);
   app.positionals_at_end(true);
   CLI11_PARSE(app, argc, argv);
 
-  auto put = [](const char* env, const std::string& v) {
-    if (!v.empty()) setenv(env, v.c_str(), 1);
-  };
-  put("TITA_VDEV", vdev);
-  put("TITA_PORT", port);
-  put("TITA_IP", ip);
-  put("TITA_EAL", eal);
-  put("TITA_CONFIG", config);
-  put("TITA_CC", cc);
-  put("TITA_MAC", mac);
-  put("TITA_RATE_GBPS", rate);
-  put("TITA_PROGRESS", progress);
-  put("TITA_RECOVERY", recovery);
-  put("TITA_DEVICE", device);
-  put("TITA_LOG", log);
-  put("TITA_BASE_RTT_US", base_rtt);
-  auto join = [](const std::vector<std::string>& v, const char* sep) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-    return s;
-  };
-  put("TITA_CC_PARAMS", join(cc_params, " "));
-  put("TITA_CC_PLUGIN", join(cc_plugins, " "));
-  put("TITA_NEIGHBOURS", join(neighbours, ","));
+  for (const Flag& f : flags) {
+    if (f.option->count() == 0) continue;
+    std::string v;
+    for (const auto& x : f.values) v += (v.empty() || f.sep == nullptr ? "" : f.sep) + x;
+    if (v.empty() && f.option->get_expected_min() == 0) v = "true";  // a bare --pace
+    setenv(f.env.c_str(), v.c_str(), 1);
+  }
+  if (!config.empty()) setenv("TITA_CONFIG", config.c_str(), 1);
 
   tita::verbs::Config c;
   std::string err;
