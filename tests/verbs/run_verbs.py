@@ -40,8 +40,12 @@ def fail(msg):
     failures.append(msg)
 
 
-def tita(ip, vdev, extra=()):
-    return [TITA_RUN, "--vdev", vdev, "--ip", ip, "--progress", "adaptive", *extra, "--"]
+def tita(ip, vdev, extra=(), progress="adaptive"):
+    """tita-run's command line. Two processes of two threads each spin on this
+    machine's two cores, so most cases use the adaptive progress mode; a few run
+    the default busy mode (progress=None)."""
+    mode = ["--progress", progress] if progress else []
+    return [TITA_RUN, "--vdev", vdev, "--ip", ip, *mode, *extra, "--"]
 
 
 def link(kind, name):
@@ -55,15 +59,17 @@ def link(kind, name):
             f"net_memif0,role=client,socket={sock},id=0,bsize=8192")
 
 
-def pair(name, server_cmd, client_cmd, kind="vhost", env=None):
-    """Runs a server and a client program over a fresh pair; returns their outputs."""
+def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptive", expect_rc=0):
+    """Runs a server and a client program over a fresh pair; returns their outputs.
+    expect_rc: 0, or "fails" for a run both programs must end with an error exit of
+    their own (not a signal, not a timeout)."""
     srv_vdev, cli_vdev = link(kind, name)
     e = dict(os.environ, **(env or {}))
     log_s = open(os.path.join(WORK, name + ".server.log"), "w+")
     log_c = open(os.path.join(WORK, name + ".client.log"), "w+")
-    s = subprocess.Popen(tita("10.0.0.1", srv_vdev) + server_cmd, stdout=log_s, stderr=subprocess.STDOUT, env=e)
+    s = subprocess.Popen(tita("10.0.0.1", srv_vdev, progress=progress) + server_cmd, stdout=log_s, stderr=subprocess.STDOUT, env=e)
     time.sleep(1.0)  # the vhost/memif server socket exists
-    c = subprocess.Popen(tita("10.0.0.2", cli_vdev) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
+    c = subprocess.Popen(tita("10.0.0.2", cli_vdev, progress=progress) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
     rc = {}
     for who, p in (("client", c), ("server", s)):
         try:
@@ -77,23 +83,29 @@ def pair(name, server_cmd, client_cmd, kind="vhost", env=None):
         out[who] = f.read()
         f.close()
     for who in ("server", "client"):
-        if rc[who] != 0:
+        bad = rc[who] != 0 if expect_rc == 0 else not (isinstance(rc[who], int) and rc[who] > 0)
+        if bad:
             tail = "\n    ".join(out[who].strip().splitlines()[-8:])
             fail(f"{name}: {who} exited {rc[who]}:\n    {tail}")
     return out, rc
 
 
 def result_rows(text):
-    """perftest's result lines: a line of numbers after the '#bytes' header."""
+    """perftest's result lines (a line of numbers after the '#bytes' header), each
+    with its figure: the average bandwidth of a _bw test, the typical latency of
+    a _lat test."""
     rows = []
-    header = False
+    figure = None
     for line in text.splitlines():
         if line.strip().startswith("#bytes"):
-            header = True
+            # "#bytes #iterations BW peak[..] BW average[..] MsgRate[Mpps]" or
+            # "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] ..."
+            figure = 3 if "BW average" in line else 4 if "t_typical" in line else None
             continue
-        if header and re.match(r"^\s*\d+\s+\d+\s+[\d.]+", line):
+        if figure is not None and re.match(r"^\s*\d+\s+\d+\s+[\d.]+", line):
             # With TITA_LOG=info the device's own lines can land on the same line.
-            rows.append([float(x) for x in line.split("tita")[0].split()])
+            row = [float(x) for x in line.split("tita")[0].split()]
+            rows.append((row, row[figure] if len(row) > figure else -1.0))
     return rows
 
 
@@ -111,12 +123,21 @@ def tools():
     want = [r"hca_id:\s+tita0", r"transport:\s+InfiniBand", r"state:\s+PORT_ACTIVE \(4\)",
             r"link_layer:\s+Ethernet", r"GID\[\s*0\]:\s+::ffff:10\.0\.0\.1, RoCE v2", r"atomic_cap:\s+ATOMIC_HCA",
             r"max_qp:\s+4096", r"max_sge:\s+4", r"max_qp_rd_atom:\s+128", r"phys_port_cnt:\s+1",
-            r"max_msg_sz:\s+0x80000000", r"active_mtu:\s+4096 \(5\)", r"board_id:\s+tita on DPDK port net_ring0"]
+            r"max_msg_sz:\s+0x80000000", r"active_mtu:\s+4096 \(5\)", r"board_id:\s+tita on DPDK port net_ring0",
+            # net_ring reports 10 Gb/s: one lane of FDR10's 10 Gb/s
+            r"active_width:\s+1X \(1\)", r"active_speed:\s+10.0 Gbps \(8\)",
+            r"max_qp_wr:\s+1048576", r"max_mr_size:\s+0xffffffffffffffff", r"max_cqe:\s+4194304"]
     if r.returncode != 0:
         fail(f"ibv_devinfo -v: rc {r.returncode}: {r.stderr}")
     for w in want:
         if not re.search(w, r.stdout):
             fail(f"ibv_devinfo -v lacks /{w}/")
+    # An existing port (--port) that EAL arguments (--eal) create.
+    r = subprocess.run([TITA_RUN, "--port", "net_ring3", "--eal=--vdev=net_ring3 --log-level=lib.eal:error",
+                        "--ip", "10.0.0.3", "--link-wait-ms", "0", "--", "ibv_devinfo", "-v"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0 or "tita on DPDK port net_ring3" not in r.stdout or "::ffff:10.0.0.3" not in r.stdout:
+        fail(f"tita-run --port net_ring3 --eal --vdev=net_ring3: rc {r.returncode}: {r.stdout[-400:]}{r.stderr}")
     r = run(["ibv_devinfo", "-l"])
     if r.returncode != 0 or "tita0" not in r.stdout:
         fail(f"ibv_devinfo -l: {r.stdout}{r.stderr}")
@@ -155,11 +176,14 @@ def pingpong():
              ("vhost", ["-s", "65536", "-n", "300"]), ("vhost", ["-s", "1048576", "-n", "50"]),
              ("vhost", ["-e"]), ("vhost", ["-e", "-s", "1"]), ("vhost", ["-e", "-s", "1048576", "-n", "50"]),
              ("memif", ["-s", "4096"]), ("memif", ["-e", "-s", "65536", "-n", "200"])]
-    for i, (kind, opts) in enumerate(cases):
+    # Two in the default (busy) progress mode.
+    cases = [(k, o, "adaptive") for k, o in cases] + [("vhost", ["-s", "4096", "-n", "200"], None),
+                                                     ("vhost", ["-e", "-s", "65536", "-n", "100"], None)]
+    for i, (kind, opts, progress) in enumerate(cases):
         port = str(port_counter[0] + i)
         base = ["ibv_rc_pingpong", "-d", "tita0", "-g", "0", "-p", port] + opts
-        name = f"pingpong-{kind}-{i}"
-        out, rc = pair(name, base, base + ["127.0.0.1"], kind=kind)
+        name = f"pingpong-{kind}-{i}" + ("-busy" if progress is None else "")
+        out, rc = pair(name, base, base + ["127.0.0.1"], kind=kind, progress=progress)
         for who in ("server", "client"):
             m = re.search(r"(\d+) iters in [\d.]+ seconds = ([\d.]+) usec/iter", out[who])
             if rc[who] == 0 and m is None:
@@ -185,20 +209,33 @@ def perftest():
         ["ib_read_lat", "-s", "64", "-n", "1000"],
         ["ib_atomic_lat", "-n", "1000"],
         ["ib_send_lat", "-a", "-n", "100"],
+        # Completion events (-e): the application sleeps in ibv_get_cq_event.
+        ["ib_send_bw", "-e", "-s", "4096", "-n", "1000"],
+        ["ib_send_bw", "-e", "-q", "2", "-s", "65536", "-n", "500"],  # (perftest: no -e for WRITE)
+        ["ib_read_bw", "-e", "-s", "16384", "-n", "500"],
+        ["ib_send_lat", "-e", "-s", "64", "-n", "500"],
     ]
-    for i, cmd in enumerate(cases):
+    # The default progress mode (busy: the device thread always polls).
+    busy = [["ib_write_bw", "-s", "65536", "-n", "1000"], ["ib_send_lat", "-s", "64", "-n", "200"]]
+    for i, (cmd, progress) in enumerate([(c, "adaptive") for c in cases] + [(c, None) for c in busy]):
         port = str(port_counter[0] + 50 + i)
         base = cmd + ["-d", "tita0", "-x", "0", "-F", "-p", port]
-        name = f"perftest-{i}-{cmd[0]}"
-        out, rc = pair(name, base, base + ["127.0.0.1"])
+        name = f"perftest-{i}-{cmd[0]}" + ("-busy" if progress is None else "")
+        out, rc = pair(name, base, base + ["127.0.0.1"], progress=progress)
         rows = result_rows(out["client"])
         if rc["client"] == 0 and not rows:
             fail(f"{name} {' '.join(cmd)}: no result line")
-        for row in rows:
-            if any(v < 0 for v in row) or row[1] <= 0:
-                fail(f"{name} {' '.join(cmd)}: bad result row {row}")
+        for row, figure in rows:
+            if any(v < 0 for v in row) or row[1] <= 0 or figure <= 0:
+                fail(f"{name} {' '.join(cmd)}: bad result row {row} (bandwidth or latency {figure})")
         if rows:
-            print(f"{name} {' '.join(cmd)}: {len(rows)} rows, last {row}")
+            print(f"{name} {' '.join(cmd)}: {len(rows)} rows, last {rows[-1][0]}")
+    # What tita lacks fails as on a device without it: perftest's SRQ option ends
+    # both programs with an error, the device saying why.
+    base = ["ib_send_bw", "--use-srq", "-d", "tita0", "-x", "0", "-F", "-p", str(port_counter[0] + 89)]
+    out, rc = pair("perftest-srq", base, base + ["127.0.0.1"], expect_rc="fails")
+    if "shared receive queues are not supported" not in out["server"]:
+        fail(f"ib_send_bw --use-srq: the device did not say SRQs are unsupported:\n{out['server'][-600:]}")
     # A congestion-control plug-in (examples/cc-plugin, built by bench/cc) picked
     # by an unmodified perftest through the environment, with TITA_LOG=info so the
     # device names the algorithm of each QP.
@@ -210,10 +247,10 @@ def perftest():
     base = ["ib_write_bw", "-s", "65536", "-n", "1000", "-d", "tita0", "-x", "0", "-F", "-p", str(port_counter[0] + 90)]
     out, rc = pair("perftest-plugin", base, base + ["127.0.0.1"], env=env)
     rows = result_rows(out["client"])
-    if rc["client"] == 0 and (not rows or rows[-1][1] <= 0):
+    if rc["client"] == 0 and (not rows or rows[-1][1] <= 0.0):
         fail("ib_write_bw with the dctcp plug-in: no result")
     elif rows:
-        print(f"perftest-plugin ib_write_bw under the dctcp plug-in: last {rows[-1]}")
+        print(f"perftest-plugin ib_write_bw under the dctcp plug-in: last {rows[-1][0]}")
     if "dctcp" not in out["client"]:
         fail("ib_write_bw with the dctcp plug-in: the device never named dctcp (TITA_LOG=info)")
 
@@ -226,6 +263,17 @@ def check():
     print(r.stdout.strip())
     if r.returncode != 0:
         fail(f"verbs_check --loopback: rc {r.returncode}\n{r.stdout}{r.stderr}")
+    # A port whose frames carry less than 4 KB (memif buffers of 2 KB): the device
+    # says so in its active MTU, and a larger path MTU is refused at RTR.
+    sock = os.path.join(WORK, "check-memif.sock")
+    if os.path.exists(sock):
+        os.unlink(sock)
+    r = subprocess.run(tita("10.0.0.1", f"net_memif0,role=server,socket={sock},id=0,bsize=2048",
+                            ["--log", "none", "--link-wait-ms", "0"]) + [VERBS_CHECK, "--loopback"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    print(r.stdout.strip())
+    if r.returncode != 0 or "path MTU 2048 refused on a port whose active MTU is 1024" not in r.stdout:
+        fail(f"verbs_check --loopback on 2 KB memif buffers: rc {r.returncode}\n{r.stdout}{r.stderr}")
     port = str(port_counter[0] + 90)
     out, rc = pair("check-two", [VERBS_CHECK, "--server", "--port", port],
                    [VERBS_CHECK, "--client", "127.0.0.1", "--port", port])

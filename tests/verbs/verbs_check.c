@@ -18,7 +18,9 @@
 #include <infiniband/verbs.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +301,7 @@ static const uint32_t kSizes[] = {0, 1, 63, 64, 1023, 1024, 1025, 4095, 4096, 40
 #define RECV_OFF (8u << 20)
 #define RESULTS_OFF (13u << 20)
 #define ERRORS_OFF (14u << 20)
+#define IOVA_OFF (15u << 20)
 
 enum kind { K_WRITE, K_READ, K_SEND, K_SEND_IMM, K_WRITE_IMM, K_KINDS };
 static const char *kind_name[] = {"WRITE", "READ", "SEND", "SEND_WITH_IMM", "WRITE_WITH_IMM"};
@@ -510,6 +513,223 @@ static int wait_async(struct dev *d, enum ibv_event_type type) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ more IBA rules */
+
+/* A receive whose second SGE names no MR: the SEND is refused, and not one byte
+ * lands in the first SGE either (every SGE is checked before any is written). */
+static void bad_receive_sge(struct dev *d, struct qp *a, struct qp *b, const struct peer *pa, const struct peer *pb) {
+  connect_qp(d, a, pb, 7);
+  connect_qp(d, b, pa, 7);
+  uint8_t *dst = d->buf + ERRORS_OFF;
+  memset(dst, 0x22, 8192);
+  struct ibv_sge sge[2] = {{(uintptr_t)dst, 1024, d->mr->lkey}, {(uintptr_t)dst + 4096, 1024, d->mr->lkey ^ 0x770000}};
+  struct ibv_recv_wr rw = {.wr_id = 21, .sg_list = sge, .num_sge = 2}, *rbad;
+  CHECK(ibv_post_recv(b->qp, &rw, &rbad) == 0, "bad receive SGE: ibv_post_recv");
+  fill(d->buf + SRC_OFF, 2000, 21);
+  post(a, IBV_WR_SEND, d->buf + SRC_OFF, 2000, d->mr->lkey, 0, 0, 0, 0, 1);
+  expect_status(b, IBV_WC_LOC_PROT_ERR, "SEND into a receive with a bad second SGE (receiver)");
+  expect_status(a, IBV_WC_REM_OP_ERR, "SEND into a receive with a bad second SGE (sender)");
+  for (int i = 0; i < 8192; ++i) {
+    if (dst[i] != 0x22) {
+      fail("a SEND refused for a bad receive SGE wrote byte %d of the first SGE", i);
+      break;
+    }
+  }
+  drain(a);
+  drain(b);
+}
+
+/* rnr_retry 7 means forever: a SEND with no receive waits (RNR NAK after RNR NAK,
+ * far more than 7) and completes once a receive is posted. */
+static void rnr_forever(struct dev *d, struct qp *a, struct qp *b, const struct peer *pa, const struct peer *pb) {
+  connect_qp(d, a, pb, 7);
+  connect_qp(d, b, pa, 7);
+  post(a, IBV_WR_SEND, d->buf + SRC_OFF, 10, d->mr->lkey, 0, 0, 0, 0, 1);
+  struct ibv_wc wc;
+  int early = 0;
+  const uint64_t until = now_ms() + 500;
+  while (!early && now_ms() < until) early = ibv_poll_cq(a->cq, 1, &wc) != 0;
+  CHECK(!early, "rnr_retry 7: the SEND completed (%s) before any receive was posted",
+        early ? ibv_wc_status_str(wc.status) : "");
+  post_recv(b, d->buf + DST_OFF, 64, d->mr->lkey, 5);
+  expect_status(a, IBV_WC_SUCCESS, "rnr_retry 7: the SEND, once a receive is posted 500 ms later");
+  expect_status(b, IBV_WC_SUCCESS, "rnr_retry 7: the receive");
+}
+
+/* A send CQ that overflows: IBV_EVENT_CQ_ERR, and the QP that completes into it
+ * is in the error state. */
+static void cq_overflow_errors_qp(struct dev *d) {
+  struct ibv_cq *tiny = ibv_create_cq(d->ctx, 2, NULL, NULL, 0);
+  struct ibv_cq *rcq = ibv_create_cq(d->ctx, 16, NULL, NULL, 0);
+  struct ibv_qp_init_attr xa = {.send_cq = tiny, .recv_cq = rcq, .cap = {8, 8, 1, 1, 0}, .qp_type = IBV_QPT_RC};
+  struct qp x = {.qp = tiny && rcq ? ibv_create_qp(d->pd, &xa) : NULL, .cq = tiny, .psn = 7};
+  CHECK(x.qp != NULL, "CQ overflow: a QP on a 2-entry send CQ");
+  if (x.qp == NULL) return;
+  struct qp y = make_qp(d, 8, 16, 0);
+  struct peer px = describe(d, &x), py = describe(d, &y);
+  connect_qp(d, &x, &py, 7);
+  connect_qp(d, &y, &px, 7);
+  for (int i = 0; i < 6; ++i) post(&x, IBV_WR_RDMA_WRITE, d->buf, 64, d->mr->lkey, py.addr + DST_OFF, py.rkey, 0, 0, i);
+  CHECK(wait_async(d, IBV_EVENT_CQ_ERR), "CQ overflow: no IBV_EVENT_CQ_ERR");
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qi;
+  CHECK(ibv_query_qp(x.qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR,
+        "CQ overflow: the QP completing into it is in state %d, want IBV_QPS_ERR", (int)qa.qp_state);
+  ibv_destroy_qp(x.qp);
+  ibv_destroy_qp(y.qp);
+  ibv_destroy_cq(y.cq);
+  ibv_destroy_cq(tiny);
+  ibv_destroy_cq(rcq);
+}
+
+/* A path MTU above what the port's frames carry is refused at RTR (EINVAL), and
+ * the QP stays in INIT. Runs where the port's active MTU is below 4096. */
+static void path_mtu_too_large(struct dev *d) {
+  if (d->port.active_mtu >= IBV_MTU_4096) return;
+  struct qp m = make_qp(d, 8, 16, 0);
+  struct peer pm = describe(d, &m);
+  const enum ibv_mtu keep = d->mtu;
+  d->mtu = (enum ibv_mtu)(d->port.active_mtu + 1);
+  errno = 0;
+  const int rc = connect_qp(d, &m, &pm, 7);
+  d->mtu = keep;
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qi;
+  CHECK(rc != 0 && ibv_query_qp(m.qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_INIT,
+        "path MTU %d above the port's %d: connect rc %d, state %d", 128 << (keep + 1), 128 << keep, rc,
+        (int)qa.qp_state);
+  printf("verbs_check: path MTU %d refused on a port whose active MTU is %d\n", 128 << (keep + 1), 128 << keep);
+  ibv_destroy_qp(m.qp);
+  ibv_destroy_cq(m.cq);
+}
+
+/* ibv_reg_mr_iova2: the peer addresses the region by the IOVA it was given, not by
+ * the virtual address; the virtual address under that rkey is out of bounds. */
+static void iova_region(struct dev *d, struct qp *a, struct qp *b, const struct peer *pa, const struct peer *pb) {
+  const uint64_t iova = 0x100000000ull;
+  uint8_t *win = d->buf + IOVA_OFF;
+  memset(win, 0, 65536);
+  struct ibv_mr *im = ibv_reg_mr_iova2(d->pd, win, 65536, iova,
+                                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  CHECK(im != NULL, "ibv_reg_mr_iova2: %s", strerror(errno));
+  if (im == NULL) return;
+  connect_qp(d, a, pb, 7);
+  connect_qp(d, b, pa, 7);
+  fill(d->buf + SRC_OFF, 5000, 31);
+  post(a, IBV_WR_RDMA_WRITE, d->buf + SRC_OFF, 5000, d->mr->lkey, iova + 1000, im->rkey, 0, 0, 1);
+  expect_status(a, IBV_WC_SUCCESS, "WRITE to an IOVA-addressed region");
+  CHECK(same(win + 1000, 5000, 31), "WRITE to IOVA 0x%llx + 1000: the bytes are not at the region's offset 1000",
+        (unsigned long long)iova);
+  memset(d->buf + BACK_OFF, 0, 5000);
+  post(a, IBV_WR_RDMA_READ, d->buf + BACK_OFF, 5000, d->mr->lkey, iova + 1000, im->rkey, 0, 0, 2);
+  expect_status(a, IBV_WC_SUCCESS, "READ from an IOVA-addressed region");
+  CHECK(same(d->buf + BACK_OFF, 5000, 31), "READ from IOVA + 1000: bytes differ");
+  post(a, IBV_WR_RDMA_WRITE, d->buf + SRC_OFF, 64, d->mr->lkey, (uintptr_t)win, im->rkey, 0, 0, 3);
+  expect_status(a, IBV_WC_REM_ACCESS_ERR, "WRITE to the virtual address of an IOVA-addressed region");
+  drain(a);
+  drain(b);
+  ibv_dereg_mr(im);
+}
+
+/* Several application threads on one device: two poll one CQ while a third posts
+ * (every completion handed out exactly once), and one blocks in ibv_get_cq_event
+ * until a completion arrives. */
+#define MT_WRS 2000
+struct poller {
+  struct ibv_cq *cq;
+  atomic_int *done;
+  atomic_uchar *seen;
+  int bad;
+};
+
+static void *poll_thread(void *arg) {
+  struct poller *p = arg;
+  const uint64_t until = now_ms() + 4 * TIMEOUT_MS;
+  struct ibv_wc wc[8];
+  while (atomic_load(p->done) < MT_WRS && now_ms() < until) {
+    const int n = ibv_poll_cq(p->cq, 8, wc);
+    if (n < 0) {
+      ++p->bad;
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id >= MT_WRS) {
+        ++p->bad;
+      } else {
+        atomic_fetch_add(&p->seen[wc[i].wr_id], 1);
+      }
+      atomic_fetch_add(p->done, 1);
+    }
+  }
+  return NULL;
+}
+
+struct waiter {
+  struct ibv_comp_channel *ch;
+  struct ibv_cq *cq;
+  int got;
+};
+
+static void *event_thread(void *arg) {
+  struct waiter *w = arg;
+  struct ibv_cq *cq = NULL;
+  void *ctx = NULL;
+  w->got = ibv_get_cq_event(w->ch, &cq, &ctx) == 0 && cq == w->cq; /* blocks */
+  if (w->got) ibv_ack_cq_events(cq, 1);
+  return NULL;
+}
+
+static void threads(struct dev *d) {
+  struct qp s = make_qp(d, 64, 256, 0), t = make_qp(d, 64, 256, 0);
+  struct peer ps = describe(d, &s), pt = describe(d, &t);
+  connect_qp(d, &s, &pt, 7);
+  connect_qp(d, &t, &ps, 7);
+  atomic_int done = 0;
+  static atomic_uchar seen[MT_WRS];
+  for (int i = 0; i < MT_WRS; ++i) atomic_store(&seen[i], 0);
+  struct poller p[2] = {{s.cq, &done, seen, 0}, {s.cq, &done, seen, 0}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; ++i) pthread_create(&th[i], NULL, poll_thread, &p[i]);
+  const uint64_t until = now_ms() + 4 * TIMEOUT_MS;
+  for (int i = 0; i < MT_WRS && now_ms() < until;) {
+    if (i - atomic_load(&done) >= 64) continue; /* the send queue is full */
+    if (post(&s, IBV_WR_RDMA_WRITE, d->buf + SRC_OFF, 256, d->mr->lkey, pt.addr + DST_OFF, pt.rkey, 0, 0,
+             (uint64_t)i) == 0) {
+      ++i;
+    }
+  }
+  for (int i = 0; i < 2; ++i) pthread_join(th[i], NULL);
+  int once = 0;
+  for (int i = 0; i < MT_WRS; ++i) once += atomic_load(&seen[i]) == 1;
+  CHECK(p[0].bad == 0 && p[1].bad == 0 && once == MT_WRS && atomic_load(&done) == MT_WRS,
+        "two threads polling one CQ: %d of %d completions seen exactly once, %d bad", once, MT_WRS, p[0].bad + p[1].bad);
+
+  struct ibv_comp_channel *ch = ibv_create_comp_channel(d->ctx);
+  struct ibv_cq *ecq = ch ? ibv_create_cq(d->ctx, 16, NULL, ch, 0) : NULL;
+  struct ibv_qp_init_attr ea = {.send_cq = ecq, .recv_cq = ecq, .cap = {8, 8, 1, 1, 0}, .qp_type = IBV_QPT_RC};
+  struct qp e = {.qp = ecq ? ibv_create_qp(d->pd, &ea) : NULL, .cq = ecq, .psn = 99};
+  CHECK(e.qp != NULL, "a QP on a CQ with a completion channel");
+  if (e.qp != NULL) {
+    struct peer pe = describe(d, &e);
+    connect_qp(d, &e, &pt, 7);
+    connect_qp(d, &t, &pe, 7);
+    ibv_req_notify_cq(ecq, 0);
+    struct waiter w = {ch, ecq, 0};
+    pthread_t wt;
+    pthread_create(&wt, NULL, event_thread, &w);
+    usleep(100000); /* the waiter is blocked in ibv_get_cq_event */
+    post(&e, IBV_WR_RDMA_WRITE, d->buf + SRC_OFF, 64, d->mr->lkey, pt.addr + DST_OFF, pt.rkey, 0, 0, 1);
+    pthread_join(wt, NULL);
+    struct ibv_wc wc;
+    CHECK(w.got && wait_wc(ecq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
+          "a thread blocked in ibv_get_cq_event is woken by a completion another thread caused");
+    ibv_destroy_qp(e.qp);
+    ibv_destroy_cq(ecq);
+    ibv_destroy_comp_channel(ch);
+  }
+  connect_qp(d, &t, &ps, 7);
+}
+
 static void loopback(void) {
   struct dev d;
   open_dev(&d);
@@ -655,6 +875,13 @@ static void loopback(void) {
   connect_qp(&d, &b, &pa, 7);
   post(&a, IBV_WR_SEND, d.buf, 10, d.mr->lkey, 0, 0, 0, 0, 1);
   expect_status(&a, IBV_WC_RNR_RETRY_EXC_ERR, "SEND without a receive, rnr_retry 0");
+
+  rnr_forever(&d, &a, &b, &pa, &pb);
+  bad_receive_sge(&d, &a, &b, &pa, &pb);
+  iova_region(&d, &a, &b, &pa, &pb);
+  cq_overflow_errors_qp(&d);
+  path_mtu_too_large(&d);
+  threads(&d);
 
   /* Transitions as the IBA table has them. */
   connect_qp(&d, &a, &pb, 7);
