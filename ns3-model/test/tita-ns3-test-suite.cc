@@ -23,6 +23,8 @@
 #include "tita/cc/cc.h"
 #include "tita/wire/frame.h"
 
+#include "../../tests/cc/golden_trace.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -33,6 +35,7 @@
 using namespace ns3;
 namespace wire = ::tita::wire;
 namespace ccl = ::tita::cc;
+namespace golden = ::tita::test::golden;
 
 namespace
 {
@@ -636,34 +639,12 @@ class ScriptedPeer : public TitaNetDevice
         f.src_gid = wire::Gid::from_ipv4(m_myIp.Get());
         f.dst_gid = wire::Gid::from_ipv4(m_nic->GetIpv4().Get());
         f.dest_qp = m_nicQpn;
-        f.opcode = wire::Opcode::kAck;
-        f.psn = psn;
-        f.syndrome = wire::aeth::ack();
-        f.msn = psn + 1;
-        uint8_t frame[256];
-        const int n = wire::build_frame(f, {}, frame, sizeof(frame));
-        uint32_t len = static_cast<uint32_t>(n);
-        // ECHO trailer: the timestamp, a CE count and one INT hop from the script.
-        const uint8_t ce = psn % 7 == 3 ? 1 : 0;
-        len += wire::telemetry_write(frame + len, wire::TelemetryHdr::kEcho, ts, ce, 1);
-        frame[len - 8 + 1] |= 1; // one hop record
-        auto* hop = reinterpret_cast<wire::TelemetryHop*>(frame + len);
-        hop->rate_mbps.set(100'000);
-        hop->ts_ns.set(ts + 2000 + psn * 84);
-        hop->tx_bytes.set(psn * 1000 + (psn % 5) * 40);
-        hop->qlen_bytes.set((psn % 40) * 1500);
-        len += sizeof(wire::TelemetryHop);
-        m_out.push_back(TitaPacket::FromBytes(frame, len));
-        if (psn % 16 == 5)
+        uint8_t frames[2][256];
+        uint32_t len[2];
+        const int n = golden::answer_frames(f, psn, ts, frames, len);
+        for (int i = 0; i < n; ++i)
         {
-            wire::FrameFields c = f;
-            c.opcode = wire::Opcode::kCnp;
-            c.becn = true;
-            c.psn = 0;
-            c.dscp = 48;
-            uint8_t cnp[128];
-            const int m = wire::build_frame(c, {}, cnp, sizeof(cnp));
-            m_out.push_back(TitaPacket::FromBytes(cnp, static_cast<uint32_t>(m)));
+            m_out.push_back(TitaPacket::FromBytes(frames[i], len[i]));
         }
         TryTransmit();
     }
@@ -687,116 +668,52 @@ class TitaGoldenTraceTestCase : public TestCase
   private:
     struct State
     {
-        ccl::Params params;
-        ccl::Flow flow;
+        golden::Direct direct;
         Ptr<RdmaNicNetDevice> nic;
         uint32_t qpn = 0;
-        uint32_t mtu = 1024;
-        uint64_t totalBytes = 0;
-        uint64_t sentBytes = 0;  // snd_max position
-        uint64_t ackedBytes = 0; // snd_una position
-        uint32_t nextUnacked = 0; // PSN
-        uint32_t compared = 0;
-        uint32_t mismatches = 0;
-        uint32_t acks = 0;
-        uint32_t cnps = 0;
-        std::string first;
     };
-
-    static void Compare(State* s, const char* where)
-    {
-        ::tita::engine::QpInfo info;
-        s->nic->GetEngine().qp_info(s->qpn, &info);
-        ++s->compared;
-        if (info.rate_bps != s->flow.rate_bps() || info.cwnd_bytes != s->flow.cwnd_bytes())
-        {
-            if (s->mismatches++ == 0)
-            {
-                s->first = std::string(where) + " at " + std::to_string(Simulator::Now().GetNanoSeconds()) +
-                           " ns: engine " + std::to_string(info.rate_bps) + " b/s / " +
-                           std::to_string(info.cwnd_bytes) + " B, direct " + std::to_string(s->flow.rate_bps()) +
-                           " / " + std::to_string(s->flow.cwnd_bytes());
-            }
-        }
-    }
 
     static uint64_t Now()
     {
         return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
     }
 
+    static void Compare(State* s, const char* where)
+    {
+        ::tita::engine::QpInfo info;
+        s->nic->GetEngine().qp_info(s->qpn, &info);
+        s->direct.compare(info.rate_bps, info.cwnd_bytes, where, Now());
+    }
+
     // Deadlines strictly before now ran in the engine at their own time.
     static void CatchUpTimers(State* s)
     {
-        if (s->flow.next_timer_ns() < Now())
+        if (Now() > 0)
         {
-            s->flow.on_timer(Now() - 1);
+            s->direct.timer(Now() - 1, Now() - 1);
         }
+    }
+
+    static std::vector<uint8_t> Bytes(Ptr<const Packet> p)
+    {
+        std::vector<uint8_t> buf(p->GetSize());
+        p->CopyData(buf.data(), p->GetSize());
+        return buf;
     }
 
     static void OnEngineTx(State* s, Ptr<const Packet> p)
     {
-        const Seen x = Inspect(p);
-        if (!x.roce || !IsData(x.opcode))
-        {
-            return;
-        }
         CatchUpTimers(s);
-        s->flow.on_send(Now(), x.payload);
-        s->sentBytes = std::max<uint64_t>(s->sentBytes, uint64_t{x.psn + 1} * s->mtu);
-        s->sentBytes = std::min(s->sentBytes, s->totalBytes);
+        const std::vector<uint8_t> buf = Bytes(p);
+        s->direct.sent(Now(), buf.data(), static_cast<uint32_t>(buf.size()));
     }
 
     static void OnRx(State* s, Ptr<const Packet> p)
     {
         CatchUpTimers(s);
         Compare(s, "before event");
-        std::vector<uint8_t> buf(p->GetSize());
-        p->CopyData(buf.data(), p->GetSize());
-        wire::Packet pkt;
-        if (wire::parse(buf.data(), p->GetSize(), &pkt, {.verify_icrc = false}) != wire::ParseError::kOk)
-        {
-            return;
-        }
-        if (pkt.opcode() == static_cast<uint8_t>(wire::Opcode::kCnp))
-        {
-            ++s->cnps;
-            s->flow.on_cnp(Now());
-            return;
-        }
-        if (pkt.opcode() != static_cast<uint8_t>(wire::Opcode::kAck))
-        {
-            return;
-        }
-        const uint32_t psn = pkt.psn();
-        if (psn + 1 <= s->nextUnacked)
-        {
-            return; // nothing new
-        }
-        ++s->acks;
-        ccl::AckSample a;
-        const uint64_t una = std::min<uint64_t>(uint64_t{psn + 1} * s->mtu, s->totalBytes);
-        a.acked_bytes = una - s->ackedBytes;
-        a.acked_packets = psn + 1 - s->nextUnacked;
-        s->ackedBytes = una;
-        s->nextUnacked = psn + 1;
-        a.ack_seq_bytes = s->ackedBytes;
-        a.next_seq_bytes = s->sentBytes;
-        a.inflight_bytes = s->sentBytes - s->ackedBytes;
-        const wire::TelemetryHdr* t = pkt.telemetry();
-        a.rtt_ns = static_cast<uint32_t>(Now()) - t->ts_ns.get();
-        a.ce_packets = t->ce_packets;
-        a.n_hops = t->hops();
-        a.int_partial = t->overflow() || t->path_hops > t->hops();
-        const wire::TelemetryHop* h = wire::telemetry_hops(t);
-        for (int i = 0; i < a.n_hops; ++i)
-        {
-            a.hops[i].rate_bps = uint64_t{h[i].rate_mbps.get()} * 1'000'000;
-            a.hops[i].ts_ns = h[i].ts_ns.get();
-            a.hops[i].tx_bytes = h[i].tx_bytes.get();
-            a.hops[i].qlen_bytes = h[i].qlen_bytes.get();
-        }
-        s->flow.on_ack(Now(), a);
+        const std::vector<uint8_t> buf = Bytes(p);
+        s->direct.received(Now(), buf.data(), static_cast<uint32_t>(buf.size()));
     }
 
     void DoRun() override
@@ -820,7 +737,7 @@ class TitaGoldenTraceTestCase : public TestCase
 
         State s;
         s.nic = nic;
-        s.totalBytes = 600 * 1024;
+        const uint64_t totalBytes = 600 * 1024;
         s.qpn = nic->CreateQp();
         peer->m_nic = nic;
         peer->m_nicQpn = s.qpn;
@@ -852,11 +769,10 @@ class TitaGoldenTraceTestCase : public TestCase
         nic->SetCc(s.qpn, m_cc, {});
         const ccl::FlowConfig link{rate, 12'000, 1024};
         std::string err;
-        NS_TEST_ASSERT_MSG_EQ(ccl::Params::create(m_cc, link, &s.params, &err), 0, err);
-        s.flow.init(s.params, link, 0);
+        NS_TEST_ASSERT_MSG_EQ(s.direct.init(m_cc, link, totalBytes, 1024, &err), 0, err);
         nic->TraceConnectWithoutContext("EngineTx", MakeBoundCallback(&TitaGoldenTraceTestCase::OnEngineTx, &s));
         nic->TraceConnectWithoutContext("PhyRxEnd", MakeBoundCallback(&TitaGoldenTraceTestCase::OnRx, &s));
-        nic->PostWrite(s.qpn, 1, static_cast<uint32_t>(s.totalBytes), false, nic);
+        nic->PostWrite(s.qpn, 1, static_cast<uint32_t>(totalBytes), false, nic);
         Simulator::Stop(MilliSeconds(2));
         Simulator::Run();
         CatchUpTimers(&s);
@@ -864,13 +780,13 @@ class TitaGoldenTraceTestCase : public TestCase
         std::fprintf(stderr,
                      "  %s: %u ACKs, %u CNPs, %u comparisons, %u mismatches, final rate %lu b/s\n",
                      m_cc.c_str(),
-                     s.acks,
-                     s.cnps,
-                     s.compared,
-                     s.mismatches,
-                     static_cast<unsigned long>(s.flow.rate_bps()));
-        NS_TEST_EXPECT_MSG_GT(s.acks, 300, "the script did not run");
-        NS_TEST_EXPECT_MSG_EQ(s.mismatches, 0, "first difference: " << s.first);
+                     s.direct.acks,
+                     s.direct.cnps,
+                     s.direct.compared,
+                     s.direct.mismatches,
+                     static_cast<unsigned long>(s.direct.rate_bps()));
+        NS_TEST_EXPECT_MSG_GT(s.direct.acks, 300, "the script did not run");
+        NS_TEST_EXPECT_MSG_EQ(s.direct.mismatches, 0, "first difference: " << s.direct.first);
         Simulator::Destroy();
     }
 

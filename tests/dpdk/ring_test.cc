@@ -7,12 +7,18 @@
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
 #include <rte_lcore.h>
+#include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include <cstdlib>
+#include <deque>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "../cc/golden_trace.h"
 #include "../engine/workload.h"
+#include "tita/cc/plugin.h"
 #include "tita/dpdk/host.h"
 
 namespace tita::test {
@@ -277,6 +283,156 @@ TEST(DpdkSteering, FramesReachTheEngineThatOwnsTheirQp) {
     }
   }
 }
+
+// The golden trace through the DPDK host: an EngineHost on one port of a crossed
+// net_ring pair sends a 600 KB WRITE; the test answers on the other port with the
+// scripted ACKs and CNPs (tests/cc/golden_trace.h), one frame per poll, on a
+// stepped clock; the same algorithm fed the same events directly must decide the
+// same rate and window before every frame the engine receives. Plug-ins named
+// in TITA_TEST_CC_PLUGIN (the cc-plugin test sets it) run the same trace.
+class DpdkGolden : public testing::TestWithParam<std::string> {};
+
+TEST_P(DpdkGolden, DirectAndThroughTheHostDecideAlike) {
+  const std::string cc = GetParam();
+  const auto [pa, pb] = ring_pair();
+  ASSERT_GE(pa, 0);
+  ASSERT_GE(pb, 0);
+  dpdk::Port port[2];
+  std::string err;
+  dpdk::PortConfig pc;
+  pc.mbufs = 4095;
+  ASSERT_EQ(port[0].open(std::to_string(pa), pc, &err), 0) << err;
+  ASSERT_EQ(port[1].open(std::to_string(pb), pc, &err), 0) << err;
+  const uint64_t rate = 100'000'000'000;
+  const uint32_t mtu = 1024;
+  const uint64_t total = 600 * 1024;
+  EngineConfig cfg;
+  cfg.gid = wire::Gid::from_ipv4(0x0b000001);
+  cfg.line_rate_bps = rate;
+  cfg.base_rtt_ns = 12'000;
+  dpdk::EngineHost host(port[0], 0, cfg, dpdk::HostOptions{.zero_copy = false});
+  Engine& e = host.engine();
+  std::vector<uint8_t> mem(total);
+  const uint32_t pd = e.alloc_pd();
+  MrInfo mr;
+  ASSERT_EQ(e.reg_mr(pd, mem.data(), mem.size(), kAccessLocalWrite, &mr), 0);
+  uint32_t cq = 0, qpn = 0;
+  ASSERT_EQ(e.create_cq(64, &cq), 0);
+  ASSERT_EQ(e.create_qp(pd, {.send_cq = cq, .recv_cq = cq, .max_send_wr = 4, .max_recv_wr = 4}, &qpn), 0);
+  const uint32_t peer_qpn = 0x99;
+  const wire::Gid peer_gid = wire::Gid::from_ipv4(0x0b000901);
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  ASSERT_EQ(e.modify_qp(qpn, a, kQpState | kQpToInitRequired, &err), 0) << err;
+  a.qp_state = QpState::kRtr;
+  a.path_mtu = mtu;
+  a.dest_qp_num = peer_qpn;
+  a.ah_attr.dgid = peer_gid;
+  std::memcpy(a.ah_attr.dmac, port[1].mac(), 6);
+  ASSERT_EQ(e.modify_qp(qpn, a, kQpState | kQpToRtrRequired, &err), 0) << err;
+  a.qp_state = QpState::kRts;
+  a.timeout = 0;  // no RTO in this script
+  ASSERT_EQ(e.modify_qp(qpn, a, kQpState | kQpToRtsRequired, &err), 0) << err;
+  ASSERT_EQ(e.set_cc(qpn, cc, {}, &err), 0) << err;
+  golden::Direct direct;
+  ASSERT_EQ(direct.init(cc, cc::FlowConfig{rate, 12'000, mtu}, total, mtu, &err), 0) << err;
+
+  // The peer's frames: the engine's addresses, its QP.
+  wire::FrameFields base;
+  std::memcpy(base.dst_mac, port[0].mac(), 6);
+  std::memcpy(base.src_mac, port[1].mac(), 6);
+  base.src_gid = peer_gid;
+  base.dst_gid = cfg.gid;
+  base.dest_qp = qpn;
+  struct Due {
+    uint64_t at;
+    std::vector<uint8_t> frame;
+  };
+  std::deque<Due> answers;
+
+  Sge sge{mr.addr, static_cast<uint32_t>(total), mr.lkey};
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.rdma.remote_addr = 0x10000;
+  wr.rdma.rkey = 0x1234;
+  ASSERT_EQ(e.post_send(qpn, &wr, nullptr), 0);
+
+  const uint64_t start = 1'000'000, step = 250, ack_delay = 8'000;
+  bool done = false;
+  uint64_t now = start;
+  for (; now < start + 3'000'000 && !done; now += step) {
+    // At most one frame from the peer per poll, so the engine's state before each
+    // frame is what qp_info() shows.
+    if (!answers.empty() && answers.front().at <= now) {
+      QpInfo info;
+      e.qp_info(qpn, &info);
+      direct.compare(info.rate_bps, info.cwnd_bytes, "before a frame", now);
+      const std::vector<uint8_t>& f = answers.front().frame;
+      direct.received(now, f.data(), static_cast<uint32_t>(f.size()));
+      rte_mbuf* m = rte_pktmbuf_alloc(port[1].pool());
+      ASSERT_NE(m, nullptr);
+      std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+      ASSERT_EQ(port[1].tx(0, &m, 1), 1);
+      answers.pop_front();
+    }
+    // The engine's poll: frames in, then timers, then sends, all at `now`.
+    host.poll_once(now);
+    direct.timer(now, now);
+    rte_mbuf* rx[64];
+    for (uint16_t n; (n = port[1].rx(0, rx, 64)) > 0;) {
+      for (uint16_t i = 0; i < n; ++i) {
+        const auto* p = rte_pktmbuf_mtod(rx[i], const uint8_t*);
+        const uint32_t len = rx[i]->data_len;
+        direct.sent(now, p, len);
+        wire::Packet pkt;
+        if (wire::parse(p, len, &pkt, {.verify_icrc = false}) == wire::ParseError::kOk &&
+            golden::is_data(pkt.opcode())) {
+          const uint32_t ts = pkt.telemetry() ? pkt.telemetry()->ts_ns.get() : 0;
+          uint8_t frames[2][256];
+          uint32_t flen[2];
+          const int k = golden::answer_frames(base, pkt.psn(), ts, frames, flen);
+          for (int j = 0; j < k; ++j) answers.push_back({now + ack_delay, {frames[j], frames[j] + flen[j]}});
+        }
+      }
+      rte_pktmbuf_free_bulk(rx, n);
+    }
+    WorkCompletion wc;
+    done = e.poll_cq(cq, 1, &wc) == 1;
+    if (done) {
+      EXPECT_EQ(wc.status, WcStatus::kSuccess);
+    }
+  }
+  QpInfo info;
+  e.qp_info(qpn, &info);
+  direct.compare(info.rate_bps, info.cwnd_bytes, "at the end", now);
+  std::printf("  %s: %u ACKs, %u CNPs, %u comparisons, %u mismatches, final rate %lu b/s\n", cc.c_str(), direct.acks,
+              direct.cnps, direct.compared, direct.mismatches, static_cast<unsigned long>(direct.rate_bps()));
+  EXPECT_TRUE(done) << "the WRITE did not complete";
+  EXPECT_GT(direct.acks, 300u) << "the script did not run";
+  EXPECT_EQ(direct.mismatches, 0u) << "first difference: " << direct.first;
+}
+
+std::vector<std::string> golden_algorithms() {
+  std::vector<std::string> names;
+  for (const cc::AlgorithmInfo& a : cc::algorithms()) {
+    if (a.name != "none") names.emplace_back(a.name);
+  }
+  if (const char* env = std::getenv("TITA_TEST_CC_PLUGIN"); env != nullptr && *env != '\0') {
+    std::string why;
+    if (cc::load_plugin(env, &why) != 0) {
+      std::fprintf(stderr, "ring_test: TITA_TEST_CC_PLUGIN: %s\n", why.c_str());
+      std::exit(2);
+    }
+    for (const cc::PluginOps* ops : cc::plugins()) names.emplace_back(ops->info.name);
+  }
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dpdk, DpdkGolden, testing::ValuesIn(golden_algorithms()),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 INSTANTIATE_TEST_SUITE_P(Dpdk, DpdkRing, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& i) { return i.param ? "ZeroCopy" : "Copy"; });

@@ -4,12 +4,12 @@
 # it with meson and pkg-config alone and runs its own unit test; then the
 # installed tita-sim runs it in an incast (every flow finishes, the queue stays
 # bounded, the flows share fairly), the installed tita-perf over a crossed
-# net_ring pair, and the ns-3 golden trace compares its decisions through the
-# NIC with a direct call. Broken plug-ins and bad parameters are one line and
+# net_ring pair, and the golden trace compares its decisions through the ns-3
+# NIC and through the DPDK host with a direct call. Broken plug-ins and bad parameters are one line and
 # exit status 2, never a crash.
-#   cc_plugin_test.sh BUILD EXAMPLE_DIR BAD_PLUGIN_CC NS3_TESTS WORK
+#   cc_plugin_test.sh BUILD EXAMPLE_DIR BAD_PLUGIN_CC NS3_TESTS WORK [DPDK_RING_TEST]
 set -eu
-build=$1 example=$2 bad_src=$3 ns3_tests=$4 work=$5
+build=$1 example=$2 bad_src=$3 ns3_tests=$4 work=$5 dpdk_test=${6:-}
 . "$(dirname "$0")/stage.sh"
 stage_install "$build" "$work"
 bin=$ROOT_PREFIX/bin
@@ -64,6 +64,16 @@ awk '/^write/ { ok = $5 > 0 } END { exit ok ? 0 : 1 }' "$work/perf.log" || { ech
 echo "== the same decisions through the ns-3 NIC and directly"
 TITA_TEST_CC_PLUGIN="$so" "$ns3_tests" --suite=tita --fullness=QUICK --verbose 2>&1 | grep -E 'dctcp' | tee "$work/golden.txt"
 grep -q 'PASS golden trace: dctcp' "$work/golden.txt"
+if [ -n "$dpdk_test" ]; then
+  echo "== the same decisions through the DPDK host and directly"
+  TITA_TEST_CC_PLUGIN="$so" "$dpdk_test" --gtest_filter='*DpdkGolden*/dctcp' >"$work/golden-dpdk.txt" 2>&1 ||
+    { cat "$work/golden-dpdk.txt"; exit 1; }
+  grep -E 'dctcp: .* ACKs' "$work/golden-dpdk.txt"
+  grep -q '\[       OK \] Dpdk/DpdkGolden.DirectAndThroughTheHostDecideAlike/dctcp' "$work/golden-dpdk.txt" ||
+    { echo "FAIL: the DPDK golden trace did not run for dctcp"; cat "$work/golden-dpdk.txt"; exit 1; }
+else
+  echo "SKIP: the DPDK golden trace (built without DPDK)"
+fi
 
 echo "== refused with one line"
 refuse() {  # refuse WHAT EXPECTED ARGS...
