@@ -22,6 +22,8 @@ packages=(
   qemu-system-x86 debootstrap e2fsprogs
   # interop checks and plots
   tshark python3-scapy python3-matplotlib python3-numpy
+  # operations: Prometheus (the server and promtool) and its Python client for tita-exporter
+  prometheus python3-prometheus-client
   # measurement
   valgrind
 )

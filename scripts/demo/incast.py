@@ -82,7 +82,12 @@ def run_one(build, work, cc, seconds, senders=SENDERS, bottleneck_gbps=BOTTLENEC
     procs = []
     sw = subprocess.Popen(sw_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(sw)
-    time.sleep(1.5)
+    # The switch is up when its vhost-user sockets exist (on a busy machine EAL
+    # takes a while); then a moment for its polling loop.
+    deadline = time.time() + 20
+    while not all(os.path.exists(s) for s in socks) and time.time() < deadline and sw.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.5)
     common = ["--idle-sleep", "--base-rtt-us", "200", "--pacing-slack-us", "200"]
     rx_cmd = [perf, "-l", "0"] + eal + ["--file-prefix=demo-rx", f"--vdev=net_virtio_user0,path={socks[senders]}",
                                         "--", "--port", "net_virtio_user0", "--ip", "10.0.0.100", "--server",

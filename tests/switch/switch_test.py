@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "demo"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "ops"))
 from dpdk_telemetry import Telemetry, socket_path, wait_for_socket  # noqa: E402
 
 CASE, SWITCH, WIRE, FRAMES, WORK = sys.argv[1:6]

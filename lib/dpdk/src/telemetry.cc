@@ -76,6 +76,7 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "rx_drop_unknown_qp", c.rx_unknown_qp);
   u64(d, "rx_drop_bad_pkey", c.rx_bad_pkey);
   u64(d, "rx_drop_qp_not_ready", c.rx_qp_not_ready);
+  u64(d, "rx_drop_not_for_us", c.rx_not_for_us);
   u64(d, "tx_frames", c.tx_frames);
   u64(d, "control_ring_full", c.control_ring_full);
   u64(d, "ooo_pool_full", c.ooo_pool_full);
@@ -142,6 +143,13 @@ int cmd_qp(const char*, const char* params, rte_tel_data* d) {
   u64(d, "int_records_received", q.int_records_received);
   u64(d, "rtt_samples", q.rtt_samples);
   u64(d, "last_rtt_ns", q.last_rtt_ns);
+  u64(d, "path_changes", q.path_changes);
+  u64(d, "path_changes_timeout", q.path_changes_timeout);
+  u64(d, "path_changes_stall", q.path_changes_stall);
+  u64(d, "path_changes_loss", q.path_changes_loss);
+  u64(d, "path_changes_throughput", q.path_changes_throughput);
+  u64(d, "path_changes_manual", q.path_changes_manual);
+  u64(d, "path_follows", q.path_follows);
   return 0;
 }
 
