@@ -210,3 +210,41 @@ def catalogue():
                  "Packets dropped, by reason (buffer_full, headroom_full, no_route, fault_random, ...)"))
     table(QUEUE_SCALARS, "process, port, priority")
     return rows
+
+
+class SimNode:
+    """One tita-sim node of one metrics.jsonl sample, answering the telemetry
+    commands a live process of the same kind would: a host's engine and QPs,
+    or a switch's ports and queues (what tita-sim --metrics writes)."""
+
+    def __init__(self, engine=None, qps=(), ports=()):
+        self.engine, self.qps, self.ports = engine, list(qps), list(ports)
+
+    def query(self, cmd):
+        parts = cmd.split(",")
+        if parts[0] == "/tita/engines":
+            return [0] if self.engine else []
+        if parts[0] == "/tita/engine":
+            return {"name": self.engine}
+        if parts[0] == "/tita/qps":
+            return [q["qpn"] for q in self.qps]
+        if parts[0] == "/tita/qp":
+            return next((q for q in self.qps if q["qpn"] == int(parts[2])), None)
+        if parts[0] == "/tita_switch/ports":
+            return list(range(len(self.ports))) if self.ports else None
+        if parts[0] == "/tita_switch/port":
+            return {k: v for k, v in self.ports[int(parts[1])].items() if k != "queues"}
+        if parts[0] == "/tita_switch/queues":
+            return self.ports[int(parts[1])].get("queues", {})
+        return None
+
+
+def sim_nodes(sample):
+    """{process name: SimNode} of one metrics.jsonl line: a host is a process
+    with one engine (named after it), a switch one with its ports."""
+    nodes = {}
+    for q in sample.get("qps", []):
+        nodes.setdefault(q["engine"], SimNode(engine=q["engine"])).qps.append(q)
+    for p in sample.get("ports", []):
+        nodes.setdefault(p["switch"], SimNode()).ports.append(p)
+    return nodes

@@ -154,10 +154,7 @@ int tel_port(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", p.name.c_str());
   for_each_counter(p, [&](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
-  for (int r = 0; r < fabric::kDropReasons; ++r) {
-    const std::string k = "drop_" + std::string(to_string(static_cast<fabric::DropReason>(r)));
-    rte_tel_data_add_dict_u64(d, k.c_str(), p.c.drops[r]);
-  }
+  fabric::for_each_drop_counter(p.c, [&](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(d, k, v); });
   return 0;
 }
 
@@ -172,16 +169,7 @@ int tel_queues(const char*, const char* params, rte_tel_data* d) {
     rte_tel_data* x = rte_tel_data_alloc();
     if (x == nullptr) return -ENOMEM;
     rte_tel_data_start_dict(x);
-    const fabric::QueueCounters& qc = c.queue[q];
-    rte_tel_data_add_dict_u64(x, "enqueued_packets", qc.enqueued_packets);
-    rte_tel_data_add_dict_u64(x, "dequeued_packets", qc.dequeued_packets);
-    rte_tel_data_add_dict_u64(x, "dequeued_bytes", qc.dequeued_bytes);
-    rte_tel_data_add_dict_u64(x, "dropped_packets", qc.dropped_packets);
-    rte_tel_data_add_dict_u64(x, "ecn_marked", qc.ecn_marked);
-    rte_tel_data_add_dict_u64(x, "qlen_bytes", qc.qlen_bytes);
-    rte_tel_data_add_dict_u64(x, "max_qlen_bytes", qc.max_qlen_bytes);
-    rte_tel_data_add_dict_u64(x, "pfc_pause_sent", c.pfc_pause_sent[q]);
-    rte_tel_data_add_dict_u64(x, "pfc_pause_received", c.pfc_pause_received[q]);
+    fabric::for_each_queue_counter(c, q, [&](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(x, k, v); });
     const std::string k = "priority_" + std::to_string(q);
     rte_tel_data_add_dict_container(d, k.c_str(), x, 0);
   }

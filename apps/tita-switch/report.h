@@ -50,22 +50,8 @@ struct Snapshot {
 // Every scalar counter of a port, by name (the names telemetry and JSON use).
 template <class F>
 void for_each_counter(const PortSnapshot& p, F&& f) {
-  const fabric::PortCounters& c = p.c;
   f("rate_mbps", p.rate_bps / 1'000'000);
-  f("rx_packets", c.rx_packets);
-  f("rx_bytes", c.rx_bytes);
-  f("tx_packets", c.tx_packets);
-  f("tx_bytes", c.tx_bytes);
-  f("dropped", c.dropped());
-  f("ecn_marked", c.ecn_marked);
-  f("int_pushed", c.int_pushed);
-  f("int_overflowed", c.int_overflowed);
-  f("pfc_frames_sent", c.pfc_frames_sent);
-  f("pfc_pause_sent", c.pfc_pause_sent_total());
-  f("pfc_frames_received", c.pfc_frames_received);
-  f("pfc_pause_received", c.pfc_pause_received_total());
-  f("qlen_bytes", c.qlen_bytes);
-  f("max_qlen_bytes", c.max_qlen_bytes);
+  fabric::for_each_port_counter(p.c, f);
   f("avg_qlen_bytes", static_cast<uint64_t>(p.avg_qlen_bytes + 0.5));
   f("pmd_rx_packets", p.pmd.rx_packets);
   f("pmd_tx_packets", p.pmd.tx_packets);

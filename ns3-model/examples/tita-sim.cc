@@ -385,6 +385,7 @@ main(int argc, char* argv[])
     bool names = false;
     std::string intOff;
     std::string seriesArg = "0s";
+    std::string metricsArg = "0s";
     std::string presetName;
     std::string ccPlugins;
 
@@ -421,6 +422,11 @@ main(int argc, char* argv[])
                  "Sampling period of flow_series.csv (each active flow's delivered bytes, goodput, rate "
                  "and window) and qlen_series.csv (every non-empty switch queue); 0: none",
                  seriesArg);
+    cmd.AddValue("metrics",
+                 "Sampling period of metrics.jsonl: the counters a DPDK process publishes over rte_telemetry "
+                 "(/tita/qp of each active flow's QPs, /tita_switch/port and queues of every switch port "
+                 "that carried traffic), for tita-exporter --from-sim; 0: none",
+                 metricsArg);
     cmd.AddValue("int-off",
                  "INT off on some switches: all | half (every other switch of each tier) | tor | agg | core",
                  intOff);
@@ -817,6 +823,77 @@ main(int argc, char* argv[])
         qlenSeries.open(outDir + "/qlen_series.csv");
         qlenSeries << "t_ns,node,port,qlen_bytes\n";
         Simulator::Schedule(seriesInterval, sampleSeries);
+    }
+
+    // Metrics in the shape of the DPDK processes' telemetry, one JSON line per
+    // sample: tita-exporter --from-sim turns them into the same Prometheus
+    // metrics as a live run (doc/operations.md). Hosts are "hostN", switches
+    // "switchN" (node ids), ports "pK".
+    const Time metricsInterval = TimeOption("metrics", metricsArg);
+    std::ofstream metricsOut;
+    std::function<void()> sampleMetrics = [&]() {
+        metricsOut << "{\"t_ns\":" << Simulator::Now().GetNanoSeconds() << ",\"qps\":[";
+        bool first = true;
+        auto qp = [&](uint32_t host, uint32_t qpn) {
+            const auto& eng = net.GetNic(host)->GetEngine();
+            ::tita::engine::QpInfo info;
+            const auto* c = eng.qp_counters(qpn);
+            if (c == nullptr || eng.qp_info(qpn, &info) != 0)
+            {
+                return;
+            }
+            metricsOut << (first ? "" : ",") << "{\"engine\":\"host" << host << "\",\"qpn\":" << qpn
+                       << ",\"state\":\"" << ::tita::engine::to_string(info.state) << "\",\"cc\":\"" << info.cc
+                       << '"';
+            ::tita::engine::for_each_qp_value(info, *c, [&](const char* k, uint64_t v) {
+                metricsOut << ",\"" << k << "\":" << v;
+            });
+            metricsOut << '}';
+            first = false;
+        };
+        for (const auto& a : mgr->GetActiveFlows())
+        {
+            qp(a.rec->src, a.srcQpn);
+            qp(a.rec->dst, a.dstQpn);
+        }
+        metricsOut << "],\"ports\":[";
+        first = true;
+        for (const auto& sw : net.GetSwitches())
+        {
+            for (uint16_t p = 0; p < sw->GetNPorts(); ++p)
+            {
+                const ::tita::fabric::PortCounters& c = sw->GetCore().counters(p);
+                if (c.rx_packets + c.tx_packets == 0)
+                {
+                    continue;
+                }
+                metricsOut << (first ? "" : ",") << "{\"switch\":\"switch" << sw->GetId() << "\",\"name\":\"p"
+                           << p << "\",\"rate_mbps\":" << sw->GetPort(p)->GetDataRate().GetBitRate() / 1'000'000;
+                auto put = [&](const char* k, uint64_t v) { metricsOut << ",\"" << k << "\":" << v; };
+                ::tita::fabric::for_each_port_counter(c, put);
+                ::tita::fabric::for_each_drop_counter(c, put);
+                metricsOut << ",\"queues\":{";
+                for (int q = 0; q < ::tita::fabric::kPriorities; ++q)
+                {
+                    metricsOut << (q ? "," : "") << "\"priority_" << q << "\":{";
+                    bool firstKey = true;
+                    ::tita::fabric::for_each_queue_counter(c, q, [&](const char* k, uint64_t v) {
+                        metricsOut << (firstKey ? "" : ",") << '"' << k << "\":" << v;
+                        firstKey = false;
+                    });
+                    metricsOut << '}';
+                }
+                metricsOut << "}}";
+                first = false;
+            }
+        }
+        metricsOut << "]}\n";
+        Simulator::Schedule(metricsInterval, sampleMetrics);
+    };
+    if (metricsInterval.IsStrictlyPositive())
+    {
+        metricsOut.open(outDir + "/metrics.jsonl");
+        Simulator::Schedule(metricsInterval, sampleMetrics);
     }
 
     // ---- run: until arrivals are over and everything has completed, or --stop.

@@ -239,6 +239,50 @@ struct QpInfo {
   uint16_t udp_sport = 0;  // the UDP source port they carry
 };
 
+// A QP's numbers by the names telemetry (/tita/qp) and tita-sim's metrics use:
+// f(name, value) for its CC output, sequence state, queue depths and counters.
+template <class F>
+void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
+  f("rate_bps", info.rate_bps);
+  f("cwnd_bytes", info.cwnd_bytes == UINT64_MAX ? 0 : info.cwnd_bytes);
+  f("inflight_bytes", info.inflight_bytes);
+  f("snd_una", info.snd_una);
+  f("snd_nxt", info.snd_nxt);
+  f("epsn", info.epsn);
+  f("send_queue_depth", info.send_queue_depth);
+  f("recv_queue_depth", info.recv_queue_depth);
+  f("tx_packets", q.tx_packets);
+  f("tx_data_packets", q.tx_data_packets);
+  f("tx_payload_bytes", q.tx_payload_bytes);
+  f("rx_packets", q.rx_packets);
+  f("rx_payload_bytes", q.rx_payload_bytes);
+  f("retransmitted_packets", q.retransmitted_packets);
+  f("timeouts", q.timeouts);
+  f("acks_sent", q.acks_sent);
+  f("acks_received", q.acks_received);
+  f("nak_seq_sent", q.nak_seq_sent);
+  f("nak_seq_received", q.nak_seq_received);
+  f("rnr_nak_sent", q.rnr_nak_sent);
+  f("rnr_nak_received", q.rnr_nak_received);
+  f("nak_access_sent", q.nak_access_sent);
+  f("nak_access_received", q.nak_access_received);
+  f("duplicates_received", q.duplicates_received);
+  f("out_of_order_received", q.out_of_order_received);
+  f("ecn_ce_received", q.ecn_ce_received);
+  f("cnps_sent", q.cnps_sent);
+  f("cnps_received", q.cnps_received);
+  f("int_records_received", q.int_records_received);
+  f("rtt_samples", q.rtt_samples);
+  f("last_rtt_ns", q.last_rtt_ns);
+  f("path_changes", q.path_changes);
+  f("path_changes_timeout", q.path_changes_timeout);
+  f("path_changes_stall", q.path_changes_stall);
+  f("path_changes_loss", q.path_changes_loss);
+  f("path_changes_throughput", q.path_changes_throughput);
+  f("path_changes_manual", q.path_changes_manual);
+  f("path_follows", q.path_follows);
+}
+
 class Engine {
  public:
   Engine(const EngineConfig& config, PacketIo* io);

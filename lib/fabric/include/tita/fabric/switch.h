@@ -138,6 +138,48 @@ struct PortCounters {
   uint64_t pfc_pause_received_total() const;
 };
 
+// A port's scalar counters by the names telemetry, tita-switch's report and
+// tita-sim's metrics use, drops by reason as "drop_<reason>": f(name, value).
+template <class F>
+void for_each_port_counter(const PortCounters& c, F&& f) {
+  f("rx_packets", c.rx_packets);
+  f("rx_bytes", c.rx_bytes);
+  f("tx_packets", c.tx_packets);
+  f("tx_bytes", c.tx_bytes);
+  f("dropped", c.dropped());
+  f("ecn_marked", c.ecn_marked);
+  f("int_pushed", c.int_pushed);
+  f("int_overflowed", c.int_overflowed);
+  f("pfc_frames_sent", c.pfc_frames_sent);
+  f("pfc_pause_sent", c.pfc_pause_sent_total());
+  f("pfc_frames_received", c.pfc_frames_received);
+  f("pfc_pause_received", c.pfc_pause_received_total());
+  f("qlen_bytes", c.qlen_bytes);
+  f("max_qlen_bytes", c.max_qlen_bytes);
+}
+// The drop counters, f("drop_<reason>", value), every reason.
+template <class F>
+void for_each_drop_counter(const PortCounters& c, F&& f) {
+  for (int r = 0; r < kDropReasons; ++r) {
+    const std::string k = "drop_" + std::string(to_string(static_cast<DropReason>(r)));
+    f(k.c_str(), c.drops[r]);
+  }
+}
+// One priority's queue counters (and the port's PFC pauses for it).
+template <class F>
+void for_each_queue_counter(const PortCounters& c, int q, F&& f) {
+  const QueueCounters& qc = c.queue[q];
+  f("enqueued_packets", qc.enqueued_packets);
+  f("dequeued_packets", qc.dequeued_packets);
+  f("dequeued_bytes", qc.dequeued_bytes);
+  f("dropped_packets", qc.dropped_packets);
+  f("ecn_marked", qc.ecn_marked);
+  f("qlen_bytes", qc.qlen_bytes);
+  f("max_qlen_bytes", qc.max_qlen_bytes);
+  f("pfc_pause_sent", c.pfc_pause_sent[q]);
+  f("pfc_pause_received", c.pfc_pause_received[q]);
+}
+
 // Optional observers (ns-3 trace sources, samplers). Called synchronously;
 // null pointers cost one branch.
 struct Hooks {

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""tita-sim's metrics under the live metric names, read by Prometheus.
+
+Usage: sim_metrics_test.py TITA_SIM WORKDIR
+
+A 4-to-1 incast under DCQCN in tita-sim writes metrics.jsonl every 20 us;
+tita-exporter --from-sim turns it into OpenMetrics (the names of a live run,
+simulated time dilated 1000x: Prometheus keeps milliseconds); promtool imports
+it into a TSDB; Prometheus, started on that TSDB, answers PromQL: eight QPs (a
+sender and a receiver per flow), every byte of the four 4 MB flows received at
+host 0 (up to each flow's last sample), the bottleneck queue and its ECN marks, CNPs at the senders.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPORTER = os.path.join(HERE, "..", "..", "apps", "ops", "tita-exporter")
+EPOCH = 1767225600.0
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    sim, work = sys.argv[1:3]
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            print(f"SKIP: {tool} is not installed (Debian package prometheus)")
+            sys.exit(77)
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        print("SKIP: python3-prometheus-client is not installed")
+        sys.exit(77)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    out = os.path.join(work, "sim")
+    r = subprocess.run([sim, "--topo=star:n=5,rate=100Gbps,delay=1us", "--workload=incast:senders=4,receiver=0,bytes=4MB",
+                        "--cc=dcqcn", "--progress=0", "--qlen-interval=0s", "--metrics=20us", f"--out={out}"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "tita-sim ran: " + (r.stderr.strip().splitlines() or [""])[-1])
+    om = os.path.join(work, "sim.om")
+    with open(om, "w") as f:
+        r = subprocess.run([sys.executable, EXPORTER, "--from-sim", os.path.join(out, "metrics.jsonl"),
+                            "--dilate", "1000", "--epoch", str(EPOCH)], stdout=f, stderr=subprocess.PIPE, text=True)
+    check(r.returncode == 0, f"tita-exporter --from-sim {r.stderr.strip()}")
+    r = subprocess.run([sys.executable, EXPORTER, "--from-sim", os.path.join(out, "metrics.jsonl")],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "--dilate" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          "20 us samples without --dilate: one line naming --dilate, exit 2")
+    tsdb = os.path.join(work, "tsdb")
+    r = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, tsdb], capture_output=True,
+                       text=True)
+    check(r.returncode == 0, "promtool imports the OpenMetrics file" + ("" if r.returncode == 0 else ": " + r.stderr))
+    port = free_port()
+    log = open(os.path.join(work, "prometheus.log"), "w")
+    config = os.path.join(work, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 15s\n")
+    prom = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+
+    def value(expr, t):
+        url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": f"{t:.3f}"})
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            res = json.load(resp)["data"]["result"]
+        return float(res[0]["value"][1]) if res else None
+
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"{base}/-/ready", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        mid, end = EPOCH + 1.0, EPOCH + 3.6  # simulated 1 ms and 3.6 ms
+        qps = value("count(tita_qp_info)", mid)
+        check(qps == 8, f"{qps} QPs at simulated 1 ms (a sender and a receiver per flow)")
+        got = value('sum(max_over_time(tita_qp_rx_payload_bytes_total{process="host0"}[5s]))', end)
+        # A flow's QPs leave the samples when it completes: the last sample of each
+        # is at most 20 us (50 KB at 100 Gb/s, shared by four) before its end.
+        check(got is not None and 0.99 * 16e6 <= got <= 16e6,
+              f"host 0 received {got} B of the 4 x 4 MB by the flows' last samples")
+        q = value('max(max_over_time(tita_switch_queue_bytes[5s]))', end)
+        check(q is not None and q > 0, f"the bottleneck queue reached {q} B")
+        marks = value("sum(max_over_time(tita_switch_ecn_marked_packets_total[5s]))", end)
+        check(marks is not None and marks > 0, f"the switch marked {marks} packets")
+        cnps = value('sum(max_over_time(tita_qp_cnps_received_total{process!="host0"}[5s]))', end)
+        check(cnps is not None and cnps > 0, f"the senders received {cnps} CNPs")
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
