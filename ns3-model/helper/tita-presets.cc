@@ -2,6 +2,7 @@
 
 #include "ns3/config.h"
 #include "ns3/string.h"
+#include "tita/cc/cc.h"
 
 #include <sstream>
 
@@ -30,6 +31,22 @@ Bps(double v)
 // its run.py configures it for `--bw B` (B = the host NIC rate): mix/config.txt's
 // template plus run.py's per-algorithm lines. Scaled quantities follow run.py's
 // formulas in B (AI 5B/25 Mb/s for DCQCN ...).
+// Whether algorithm `cc` reads INT hop records (a flow of it says so); unknown
+// names say yes (they fail later, with the message of the cc parameter check).
+bool
+WantsInt(const std::string& cc)
+{
+    const ::tita::cc::FlowConfig link{100'000'000'000, 10'000, 1000};
+    ::tita::cc::Params params;
+    if (::tita::cc::Params::create(cc, link, &params, nullptr) != 0)
+    {
+        return true;
+    }
+    ::tita::cc::Flow flow;
+    flow.init(params, link, 0);
+    return flow.wants_int();
+}
+
 TitaPreset
 HpccArtifact(const std::string& cc, uint64_t hostBps)
 {
@@ -65,6 +82,11 @@ HpccArtifact(const std::string& cc, uint64_t hostBps)
         {"ns3::TitaSwitchNode::RedPmax", "0.2"},
         // The standalone FCT: size + packets x 48 header bytes, over the pair's RTT.
         {"ns3::TitaFlowManager::IdealOverheadBytes", "48"},
+        // The artifact's packets keep their size along the path (its INT header,
+        // HPCC's only, has room for every hop from the start); tita's switches
+        // append a 16-byte record per hop. For an algorithm that reads no INT,
+        // switches add none, as the artifact's packets carry none.
+        {"ns3::TitaSwitchNode::Int", WantsInt(cc) ? "true" : "false"},
     };
     const std::string minRate = "min_rate_bps=1000000000"; // MIN_RATE 1000Mb/s
     if (cc == "dcqcn")
