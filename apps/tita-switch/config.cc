@@ -495,4 +495,35 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
   return 0;
 }
 
+nlohmann::json effective_json(const AppConfig& cfg) {
+  using nlohmann::json;
+  const fabric::SwitchConfig& sw = cfg.sw;
+  json ports = json::array();
+  for (size_t i = 0; i < sw.ports.size(); ++i) {
+    const fabric::PortConfig& p = sw.ports[i];
+    const cc::RedParams red = p.red.kmax_bytes == 0 ? cc::red_defaults(p.rate_bps) : p.red;
+    ports.push_back({{"name", i < cfg.port_names.size() ? cfg.port_names[i] : std::to_string(i)},
+                     {"rate_gbps", static_cast<double>(p.rate_bps) / 1e9},
+                     {"shaped", p.shaped},
+                     {"buffer_bytes", p.buffer_bytes},
+                     {"strict_priority", p.strict_priority},
+                     {"ecn", {{"enabled", p.ecn}, {"kmin_bytes", red.kmin_bytes}, {"kmax_bytes", red.kmax_bytes},
+                              {"pmax", red.pmax}}}});
+  }
+  json lossless = json::array();
+  for (int q = 0; q < fabric::kPriorities; ++q) {
+    if (sw.mmu.lossless & (1u << q)) lossless.push_back(q);
+  }
+  json dscp = json::array();
+  for (int d = 0; d < 64; ++d) dscp.push_back(sw.classify.dscp_priority[d]);
+  return {{"ports", ports},
+          {"buffer", {{"total_bytes", sw.mmu.buffer_bytes}, {"reserve_bytes", sw.mmu.reserve_bytes},
+                      {"headroom_bytes", sw.mmu.headroom_bytes}}},
+          {"pfc", {{"lossless_priorities", lossless}, {"dynamic", sw.mmu.pfc_dynamic}, {"alpha", sw.mmu.pfc_alpha},
+                   {"xoff_bytes", sw.mmu.xoff_bytes}, {"xon_bytes", sw.mmu.xon_bytes}}},
+          {"classify", {{"trust_pcp", sw.classify.trust_pcp}, {"dscp_priority", dscp}}},
+          {"int", {{"enabled", sw.int_enabled}}},
+          {"routes", cfg.routes.size()}};
+}
+
 }  // namespace tita::tsw

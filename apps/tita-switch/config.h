@@ -40,6 +40,11 @@ struct AppConfig {
 // does not exist, an unparsable address or prefix.
 int from_json(const nlohmann::json& doc, AppConfig* cfg, std::string* err);
 
+// The configuration in effect, every default resolved (RED thresholds from the
+// port rate when not given): ports (rate, ECN, RED, buffer, scheduling), the
+// lossless priorities and PFC thresholds, the DSCP-to-priority map, INT.
+nlohmann::json effective_json(const AppConfig& cfg);
+
 // "a.b.2.c=value": sets doc["a"]["b"][2]["c"] (creating objects on the way);
 // the value is JSON if it parses as JSON, a string otherwise.
 int apply_set(nlohmann::json* doc, std::string_view assignment, std::string* err);

@@ -441,7 +441,7 @@ int main(int argc, char** argv) {
   cli.add_option("--set", o.sets, "override a setting: path=value, e.g. pfc.enabled=true, ports.1.rate_gbps=10");
   cli.add_option("--port", o.ports, "add a port by DPDK name (unshaped)");
   cli.add_option("--route", o.routes, "add a route: PREFIX=PORT[,PORT...] (index or name; PREFIX may be 'default')");
-  cli.add_flag("--json", o.json, "final counters as JSON on stdout");
+  cli.add_flag("--json", o.json, "final counters as JSON on stdout (with --check: the configuration in effect)");
   cli.add_flag("--check", o.check, "validate the configuration and exit (no EAL start-up)");
   cli.add_option("--stats-ms", o.stats_ms, "periodic stats line on stderr every N ms (0: off; default 1000)");
   cli.add_option("--qlen-csv", o.qlen_csv, "write time-stamped egress queue lengths (bytes) to FILE");
@@ -468,7 +468,13 @@ int main(int argc, char** argv) {
     if (init_switch(cfg, &probe, &err) != 0) return config_error(err);
   }
   if (o.check) {
-    std::printf("tita-switch: configuration ok: %zu ports, %zu routes\n", cfg.port_names.size(), cfg.routes.size());
+    if (o.json) {
+      // The configuration in effect, defaults resolved (what tita-doctor precheck audits).
+      std::printf("%s\n", tsw::effective_json(cfg).dump(1).c_str());
+    } else {
+      std::printf("tita-switch: configuration ok: %zu ports, %zu routes\n", cfg.port_names.size(),
+                  cfg.routes.size());
+    }
     return 0;
   }
 

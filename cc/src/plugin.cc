@@ -98,7 +98,11 @@ std::string algorithms_help(const FlowConfig& link) {
   auto one = [&](std::string_view name, std::string_view summary, bool plugin) {
     Params p;
     if (Params::create(name, link, &p, nullptr) != 0) return;
-    out.append(name).append(plugin ? " (plug-in): " : ": ").append(summary).append("\n");
+    Flow f;
+    f.init(p, link, 0);
+    // "[reads INT]": switches must add INT records (tita-doctor precheck reads it).
+    out.append(name).append(plugin ? " (plug-in): " : ": ").append(summary);
+    out.append(f.wants_int() ? " [reads INT]\n" : "\n");
     for (const ParamInfo& i : p.describe()) {
       double v = 0;
       p.get(i.name, &v);

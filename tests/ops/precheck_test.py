@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""tita-doctor precheck: a good fabric configuration passes, and each injected
+configuration fault is the first thing it names.
+
+Usage: precheck_test.py WORKDIR
+
+Faults (one switch configuration changed each time, a second switch as it
+should be): PFC off; PFC on the wrong priority; ECN off on the bottleneck;
+Kmax above the port's buffer; INT off under HPCC; the data DSCP mapped to another priority
+on one switch; CNPs mapped below data. Bad input (an unknown algorithm, a
+configuration tita-switch refuses) is one line and exit status 2.
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
+failures = []
+
+GOOD = {
+    "ports": [{"name": "net_vhost0"}, {"name": "net_vhost1"}, {"name": "net_vhost2", "rate_gbps": 10}],
+    "routes": [{"prefix": "10.0.0.1/32", "ports": [0]}, {"prefix": "10.0.0.2/32", "ports": [1]},
+               {"prefix": "10.0.0.100/32", "ports": [2]}],
+    "pfc": {"enabled": True, "priorities": [3]},
+    "int": {"enabled": True},
+}
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def run(work, name, cfg, cc="hpcc", other=GOOD):
+    a, b = os.path.join(work, name + ".json"), os.path.join(work, name + "-peer.json")
+    json.dump(cfg, open(a, "w"))
+    json.dump(other, open(b, "w"))
+    r = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", a, "--switch", b, "--cc", cc, "--json"],
+                       capture_output=True, text=True, timeout=120)
+    try:
+        return r.returncode, json.loads(r.stdout)["findings"], r.stderr
+    except ValueError:
+        return r.returncode, [], r.stderr
+
+
+def main():
+    work = sys.argv[1]
+    os.makedirs(work, exist_ok=True)
+    rc, f, err = run(work, "good", GOOD)
+    check(rc == 0 and not f, f"a good configuration passes (exit {rc}, {len(f)} findings {err.strip()})")
+
+    def fault(name, change, want_check, want_text, cc="hpcc"):
+        cfg = copy.deepcopy(GOOD)
+        change(cfg)
+        rc, f, err = run(work, name, cfg, cc)
+        first = f[0] if f else {}
+        check(rc == 1 and first.get("check") == want_check and want_text in first.get("what", "")
+              and name + ".json" in first.get("where", ""),
+              f"{name}: exit {rc}, first finding [{first.get('check')}] {first.get('where')}: {first.get('what')}"
+              + (f" ({err.strip()})" if err.strip() else ""))
+
+    fault("pfc-off", lambda c: c["pfc"].update(enabled=False), "pfc", "PFC is off")
+    fault("pfc-wrong-priority", lambda c: c["pfc"].update(priorities=[4]), "pfc", "is not lossless")
+    fault("ecn-off", lambda c: c["ports"][2].update(ecn={"enabled": False}), "ecn", "ECN marking is off",
+          cc="dcqcn")
+    # (Kmin above Kmax tita-switch refuses itself.) Kmax above the port's buffer:
+    fault("kmax-above-buffer", lambda c: c["ports"][2].update(buffer_bytes=100000), "ecn", "Kmax <= buffer")
+    fault("int-off", lambda c: c["int"].update(enabled=False), "int", "hpcc reads INT")
+    fault("dscp-mismatch", lambda c: c.update(priority={"dscp_map": {"26": 4}}, pfc={"enabled": True,
+                                                                                     "priorities": [4]}),
+          "dscp", "maps to different priorities")
+    fault("cnp-below-data", lambda c: c.update(priority={"dscp_map": {"48": 1}}), "cnp", "not served before data")
+    # DCQCN reads no INT: INT off is no finding then.
+    cfg = copy.deepcopy(GOOD)
+    cfg["int"]["enabled"] = False
+    rc, f, _ = run(work, "int-off-dcqcn", cfg, "dcqcn", other=cfg)
+    check(rc == 0 and not f, f"INT off under DCQCN is fine (exit {rc}, {len(f)} findings)")
+    # Bad input: one line, exit 2.
+    good = os.path.join(work, "good.json")
+    for args, msg in ((["--cc", "reno"], "reno"), (["--dscp", "64"], "--dscp 64")):
+        r = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", good] + args, capture_output=True,
+                           text=True, timeout=120)
+        check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and msg in r.stderr,
+              f"precheck {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    bad = os.path.join(work, "bad.json")
+    json.dump({"ports": [{"name": "p0", "rate_gbps": -1}]}, open(bad, "w"))
+    r = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", bad], capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "bad.json" in r.stderr,
+          f"a configuration tita-switch refuses: exit {r.returncode}: {r.stderr.strip()}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
