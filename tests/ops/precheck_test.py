@@ -2,13 +2,15 @@
 """tita-doctor precheck: a good fabric configuration passes, and each injected
 configuration fault is the first thing it names.
 
-Usage: precheck_test.py WORKDIR
+Usage: precheck_test.py WORKDIR [BUILD_DIR]
 
 Faults (one switch configuration changed each time, a second switch as it
 should be): PFC off; PFC on the wrong priority; ECN off on the bottleneck;
 Kmax above the port's buffer; INT off under HPCC; the data DSCP mapped to another priority
 on one switch; CNPs mapped below data. Bad input (an unknown algorithm, a
-configuration tita-switch refuses) is one line and exit status 2.
+configuration tita-switch refuses) is one line and exit status 2. And
+`tita-doctor template`, for every NIC and workload kind, writes configurations
+precheck passes and tita-switch and tita-run accept.
 """
 import copy
 import json
@@ -92,6 +94,24 @@ def main():
                        timeout=120)
     check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "bad.json" in r.stderr,
           f"a configuration tita-switch refuses: exit {r.returncode}: {r.stderr.strip()}")
+    # template: every NIC and workload kind gives a configuration precheck passes,
+    # tita-switch and tita-run accept.
+    build = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "..", "build")
+    for nic in ("vdev", "afxdp", "mlx5"):
+        for workload in ("training", "storage"):
+            out = os.path.join(work, f"template-{nic}-{workload}")
+            r = subprocess.run([sys.executable, DOCTOR, "template", "--nic", nic, "--workload", workload, "--out", out],
+                               capture_output=True, text=True, timeout=60)
+            host = json.load(open(os.path.join(out, "host.json"))) if r.returncode == 0 else {}
+            p = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", os.path.join(out, "switch.json"),
+                                "--cc", host.get("cc", "?")], capture_output=True, text=True, timeout=120)
+            run_bin = os.path.join(build, "apps", "tita-run")
+            t = subprocess.run([run_bin, "--config", os.path.join(out, "host.json"), "--", "true"],
+                               capture_output=True, text=True, timeout=60) if os.path.exists(run_bin) else \
+                subprocess.CompletedProcess([], 0, "", "(no tita-run: verbs layer not built)")
+            check(r.returncode == 0 and p.returncode == 0 and t.returncode == 0,
+                  f"template --nic {nic} --workload {workload} ({host.get('cc')}): precheck exit {p.returncode}, "
+                  f"tita-run exit {t.returncode} {t.stderr.strip()}")
     sys.exit(1 if failures else 0)
 
 
