@@ -827,10 +827,18 @@ main(int argc, char* argv[])
 
     // Metrics in the shape of the DPDK processes' telemetry, one JSON line per
     // sample: tita-exporter --from-sim turns them into the same Prometheus
-    // metrics as a live run (doc/operations.md). Hosts are "hostN", switches
-    // "switchN" (node ids), ports "pK".
+    // metrics as a live run (doc/operations.md). Hosts are "hostN" (host index),
+    // switches "switchN" (N: the switch's vertex in the topology file), ports "pK".
     const Time metricsInterval = TimeOption("metrics", metricsArg);
     std::ofstream metricsOut;
+    std::unordered_map<uint32_t, uint32_t> switchVertex; // ns-3 node id -> topology vertex
+    for (uint32_t v = 0; v < net.GetTopology().Vertices().size(); ++v)
+    {
+        if (const auto sw = net.GetSwitchOfVertex(v))
+        {
+            switchVertex[sw->GetId()] = v;
+        }
+    }
     std::function<void()> sampleMetrics = [&]() {
         metricsOut << "{\"t_ns\":" << Simulator::Now().GetNanoSeconds() << ",\"qps\":[";
         bool first = true;
@@ -867,7 +875,8 @@ main(int argc, char* argv[])
                 {
                     continue;
                 }
-                metricsOut << (first ? "" : ",") << "{\"switch\":\"switch" << sw->GetId() << "\",\"name\":\"p"
+                metricsOut << (first ? "" : ",") << "{\"switch\":\"switch" << switchVertex[sw->GetId()]
+                           << "\",\"name\":\"p"
                            << p << "\",\"rate_mbps\":" << sw->GetPort(p)->GetDataRate().GetBitRate() / 1'000'000;
                 auto put = [&](const char* k, uint64_t v) { metricsOut << ",\"" << k << "\":" << v; };
                 ::tita::fabric::for_each_port_counter(c, put);

@@ -174,6 +174,32 @@ TitaNetworkHelper::Build(const TitaTopology& topo)
     {
         sw->Setup();
     }
+    // A link's error rate (the topology file's last column, the HPCC artifact's
+    // ERROR_RATE_PER_LINK): random loss where a switch sends into the link, so a
+    // switch-to-switch link loses both ways, a host link towards the host only.
+    for (uint32_t i = 0; i < links.size(); ++i)
+    {
+        if (links[i].errorRate <= 0)
+        {
+            continue;
+        }
+        for (const uint32_t v : {links[i].a, links[i].b})
+        {
+            if (vs[v].kind != TitaTopology::Kind::kSwitch)
+            {
+                continue;
+            }
+            for (uint16_t p = 0; p < m_ports[v].size(); ++p)
+            {
+                if (m_ports[v][p].link == i)
+                {
+                    tita::fabric::FaultConfig f;
+                    f.drop_probability = links[i].errorRate;
+                    m_switchOf[v]->SetFault(p, f);
+                }
+            }
+        }
+    }
     // Base RTTs count a full packet's store-and-forward per link.
     ComputeRoutes(m_nics.empty() ? 1024 : m_nics[0]->GetFullPayloadBytes());
     for (auto& nic : m_nics)

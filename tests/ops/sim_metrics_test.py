@@ -113,6 +113,33 @@ def main():
             prom.wait(timeout=10)
         except subprocess.TimeoutExpired:
             prom.kill()
+
+    # tita-doctor on finished runs: nothing wrong with this one; with a 1 % error
+    # rate on the receiver's link (the topology file's last column), loss there.
+    doctor = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
+    r = subprocess.run([sys.executable, doctor, "diagnose", "--from-sim", os.path.join(out, "metrics.jsonl"), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    found = json.loads(r.stdout)["findings"] if r.returncode in (0, 1) else []
+    check(r.returncode == 0 and not [f for f in found if f["problem"]],
+          f"tita-doctor --from-sim on the lossless incast: exit {r.returncode}, nothing wrong")
+    topo = os.path.join(work, "lossy.topo")
+    with open(topo, "w") as f:  # four hosts on one switch (node 4); host 3's link loses 1 %
+        f.write("5 1 4\n4\n0 4 100Gbps 1000ns 0\n1 4 100Gbps 1000ns 0\n2 4 100Gbps 1000ns 0\n"
+                "3 4 100Gbps 1000ns 0.01\n")
+    lossy = os.path.join(work, "lossy")
+    r = subprocess.run([sim, f"--topo={topo}", "--workload=incast:senders=3,receiver=3,bytes=2MB", "--cc=dcqcn",
+                        "--progress=0", "--qlen-interval=0s", "--metrics=20us", f"--out={lossy}"],
+                       capture_output=True, text=True)
+    summary = json.load(open(os.path.join(lossy, "summary.json"))) if r.returncode == 0 else {}
+    check(summary.get("switch_drops_by_reason", {}).get("fault_random", 0) > 0 and summary.get("flows_failed") == 0,
+          f"a 1 % error rate on a link: {summary.get('switch_drops_by_reason')} dropped, every flow finished")
+    r = subprocess.run([sys.executable, doctor, "diagnose", "--from-sim", os.path.join(lossy, "metrics.jsonl"),
+                        "--json"], capture_output=True, text=True, timeout=60)
+    found = json.loads(r.stdout)["findings"] if r.returncode in (0, 1) else []
+    first = found[0] if found else {}
+    check(r.returncode == 1 and first.get("question") == "loss" and "switch4" in first.get("where", "")
+          and "fault_random" in first.get("what", ""),
+          f"tita-doctor --from-sim names the lossy link: exit {r.returncode}, {first.get('where')}: {first.get('what')}")
     sys.exit(1 if failures else 0)
 
 
