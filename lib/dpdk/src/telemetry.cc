@@ -63,6 +63,11 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", g_entries[static_cast<size_t>(id)].name.c_str());
   u64(d, "qps", h->engine().qp_numbers().size());
+  // What the engine assumes, and what the port says (tita-doctor precheck --live).
+  u64(d, "line_rate_bps", h->engine().config().line_rate_bps);
+  u64(d, "base_rtt_ns", h->engine().config().base_rtt_ns);
+  u64(d, "port_speed_mbps", h->port().link_speed_mbps());
+  u64(d, "port_max_frame_bytes", h->port().max_frame_bytes());
   u64(d, "rx_frames", c.rx_frames);
   u64(d, "rx_dropped", c.rx_dropped);
   static constexpr const char* kParse[] = {"ok", "truncated", "not_ip", "bad_ip_version", "bad_ip_header",
@@ -112,6 +117,8 @@ int cmd_qp(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "state", std::string(engine::to_string(info.state)).c_str());
   rte_tel_data_add_dict_string(d, "cc", std::string(info.cc).c_str());
+  engine::QpAttr attr;
+  if (h->engine().query_qp(static_cast<uint32_t>(qpn), &attr) == 0) u64(d, "path_mtu", attr.path_mtu);
   engine::for_each_qp_value(info, q, [&](const char* k, uint64_t v) { u64(d, k, v); });
   return 0;
 }

@@ -73,6 +73,7 @@ class EngineHost final : public engine::PacketIo {
   engine::Engine& engine() { return *engine_; }
   const engine::Engine& engine() const { return *engine_; }
   Port& port() { return port_; }
+  const Port& port() const { return port_; }
   const HostCounters& counters() const { return counters_; }
 
   // Makes [addr, addr+len) transmittable without copying (rte_extmem_register and
