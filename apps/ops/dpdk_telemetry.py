@@ -39,6 +39,11 @@ def discover():
     return sorted(found.items())
 
 
+def targets(prefixes):
+    """(prefix, socket path or None) of the named processes, or of every one found."""
+    return [(p, socket_path(p)) for p in prefixes] if prefixes else discover()
+
+
 def wait_for_socket(prefix, timeout=10.0):
     """socket_path(prefix), polled until it exists or `timeout` seconds pass."""
     deadline = time.time() + timeout

@@ -117,6 +117,13 @@ def _scalars(fams, table, d, labels, values):
             fams.add(name, kind, help_, labels, values, d[key] * scale)
 
 
+def _by_reason(fams, d, prefix, name, help_, labels, values):
+    """Counters keyed "<prefix><reason>" in d, as one metric with a reason label."""
+    for key, v in d.items():
+        if key.startswith(prefix):
+            fams.add(name, "counter", help_, labels + ("reason",), values + (key[len(prefix):],), v)
+
+
 def collect_engines(t, process, fams):
     """Every engine and QP of one process (tita-perf, a verbs program, ...)."""
     for eid in t.query("/tita/engines") or []:
@@ -126,10 +133,8 @@ def collect_engines(t, process, fams):
         engine = e.get("name", str(eid))
         labels, values = ("process", "engine"), (process, engine)
         _scalars(fams, ENGINE_SCALARS, e, labels, values)
-        for key, v in e.items():
-            if key.startswith("rx_drop_"):
-                fams.add("tita_engine_rx_dropped_frames", "counter", "Frames dropped on arrival, by reason",
-                         labels + ("reason",), values + (key[len("rx_drop_"):],), v)
+        _by_reason(fams, e, "rx_drop_", "tita_engine_rx_dropped_frames", "Frames dropped on arrival, by reason",
+                   labels, values)
         for key, reason in ENGINE_HOST_DROPS.items():
             if key in e:
                 fams.add("tita_host_tx_dropped_frames", "counter", "Frames the host could not send, by reason",
@@ -167,10 +172,7 @@ def collect_switch(t, process, fams):
         port = p.get("name", str(i))
         labels, values = ("process", "port"), (process, port)
         _scalars(fams, PORT_SCALARS, p, labels, values)
-        for key, v in p.items():
-            if key.startswith("drop_"):
-                fams.add("tita_switch_dropped_packets", "counter", "Packets dropped, by reason",
-                         labels + ("reason",), values + (key[len("drop_"):],), v)
+        _by_reason(fams, p, "drop_", "tita_switch_dropped_packets", "Packets dropped, by reason", labels, values)
         queues = t.query(f"/tita_switch/queues,{i}") or {}
         for qname, q in queues.items():
             if isinstance(q, dict) and qname.startswith("priority_"):

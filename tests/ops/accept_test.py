@@ -14,14 +14,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from opscheck import check, finish  # noqa: E402
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def accept(work, name, extra):
@@ -52,7 +47,7 @@ def main():
     f = rep["findings"][0] if rep["findings"] else {}
     check(rc == 1 and "cannot go faster" in f.get("what", "") and f.get("side") == "host",
           f"the client's NIC capped at half the link: exit {rc}: {f.get('what')}")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from opscheck import check, finish  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "demo"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "apps", "ops"))
 import incast  # noqa: E402
@@ -27,13 +29,6 @@ from dpdk_telemetry import Telemetry  # noqa: E402
 
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
 BOTTLENECK = "net_vhost2"  # incast.switch_config: the receiver's port, after the two senders'
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def doctor():
@@ -101,7 +96,7 @@ def main():
     timeouts = [x for x in f if x["question"] == "connection"]
     check(len(timeouts) >= 1 and all("demo-tx" in x["where"] for x in timeouts),
           f"black-holed {BOTTLENECK}: {len(timeouts)} sender QPs seen without answers")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

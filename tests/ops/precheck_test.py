@@ -20,8 +20,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from opscheck import check, finish  # noqa: E402
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
-failures = []
 
 GOOD = {
     "ports": [{"name": "net_vhost0"}, {"name": "net_vhost1"}, {"name": "net_vhost2", "rate_gbps": 10}],
@@ -30,12 +31,6 @@ GOOD = {
     "pfc": {"enabled": True, "priorities": [3]},
     "int": {"enabled": True},
 }
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def run(work, name, cfg, cc="hpcc", other=GOOD):
@@ -133,7 +128,7 @@ def main():
             first = problems[0] if problems else {}
             check(r.returncode == 1 and first.get("check") == "line_rate" and want in first.get("what", ""),
                   f"--live, tita-perf at 100 Gb/s on a 10 Gb/s port: exit {r.returncode}: {first.get('what')}")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -11,44 +11,23 @@ sender and a receiver per flow), every byte of the four 4 MB flows received at
 host 0 (up to each flow's last sample), the bottleneck queue and its ECN marks, CNPs at the senders.
 """
 import json
+import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.parse
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from opscheck import Prometheus, check, finish, need_prometheus  # noqa: E402
+
 EXPORTER = os.path.join(HERE, "..", "..", "apps", "ops", "tita-exporter")
 EPOCH = 1767225600.0
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
     sim, work = sys.argv[1:3]
-    for tool in ("prometheus", "promtool"):
-        if shutil.which(tool) is None:
-            print(f"SKIP: {tool} is not installed (Debian package prometheus)")
-            sys.exit(77)
-    try:
-        import prometheus_client  # noqa: F401
-    except ImportError:
-        print("SKIP: python3-prometheus-client is not installed")
-        sys.exit(77)
+    need_prometheus()
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     out = os.path.join(work, "sim")
@@ -69,30 +48,9 @@ def main():
     r = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, tsdb], capture_output=True,
                        text=True)
     check(r.returncode == 0, "promtool imports the OpenMetrics file" + ("" if r.returncode == 0 else ": " + r.stderr))
-    port = free_port()
-    log = open(os.path.join(work, "prometheus.log"), "w")
-    config = os.path.join(work, "prometheus.yml")
-    with open(config, "w") as f:
-        f.write("global:\n  scrape_interval: 15s\n")
-    prom = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-
-    def value(expr, t):
-        url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": f"{t:.3f}"})
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            res = json.load(resp)["data"]["result"]
-        return float(res[0]["value"][1]) if res else None
-
+    prom = Prometheus(work, "global:\n  scrape_interval: 15s\n", tsdb, ["--storage.tsdb.retention.time=100y"])
+    value = prom.value
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(f"{base}/-/ready", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.2)
         mid, end = EPOCH + 1.0, EPOCH + 3.6  # simulated 1 ms and 3.6 ms
         qps = value("count(tita_qp_info)", mid)
         check(qps == 8, f"{qps} QPs at simulated 1 ms (a sender and a receiver per flow)")
@@ -108,11 +66,7 @@ def main():
         cnps = value('sum(max_over_time(tita_qp_cnps_received_total{process!="host0"}[5s]))', end)
         check(cnps is not None and cnps > 0, f"the senders received {cnps} CNPs")
     finally:
-        prom.terminate()
-        try:
-            prom.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            prom.kill()
+        prom.stop()
 
     # tita-doctor on finished runs: nothing wrong with this one; with a 1 % error
     # rate on the receiver's link (the topology file's last column), loss there.
@@ -140,7 +94,7 @@ def main():
     check(r.returncode == 1 and first.get("question") == "loss" and "switch4" in first.get("where", "")
           and "fault_random" in first.get("what", ""),
           f"tita-doctor --from-sim names the lossy link: exit {r.returncode}, {first.get('where')}: {first.get('what')}")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":
