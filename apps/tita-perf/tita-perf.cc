@@ -133,6 +133,8 @@ double percentile(std::vector<double> v, double q) {
 class Perf {
  public:
   explicit Perf(Options o) : o_(std::move(o)) {}
+  // The engine leaves telemetry before it is freed (a scrape would read freed memory).
+  ~Perf() { dpdk::telemetry_withdraw(telemetry_id_); }
 
   int run() {
     setup_port();
@@ -480,7 +482,9 @@ class Perf {
     json server;
     if (oob_.recv(&server, &err) != 0) die(err);
     report(mine, server.value("server", json::object()));
-    // This end closes its port first, then lets the server close its own.
+    // This end closes its port first, then lets the server close its own. The
+    // engine leaves telemetry first: a scrape after it is gone would read freed memory.
+    dpdk::telemetry_withdraw(telemetry_id_);
     host_.reset();
     port_.close();
     oob_.send({{"bye", true}}, &err);
