@@ -51,7 +51,8 @@ QP_SCALARS = {
 # NAKs by kind and direction: (telemetry key, direction, kind).
 QP_NAKS = [("nak_seq_sent", "sent", "sequence"), ("nak_seq_received", "received", "sequence"),
            ("rnr_nak_sent", "sent", "rnr"), ("rnr_nak_received", "received", "rnr"),
-           ("nak_access_sent", "sent", "access"), ("nak_access_received", "received", "access")]
+           ("nak_access_sent", "sent", "access"), ("nak_access_received", "received", "access"),
+           ("nak_invalid_sent", "sent", "invalid"), ("nak_invalid_received", "received", "invalid")]
 QP_DODGE_REASONS = ["timeout", "stall", "loss", "throughput", "manual"]
 
 ENGINE_SCALARS = {
@@ -66,6 +67,16 @@ ENGINE_SCALARS = {
     "host_tx_zero_copy": ("tita_host_tx_zero_copy_frames", "counter", "Frames sent with external-buffer payload", 1),
     "host_tx_copied": ("tita_host_tx_copied_frames", "counter", "Frames whose payload was copied into mbufs", 1),
     "host_rx_linearized": ("tita_host_rx_linearized_frames", "counter", "Chained mbufs copied for the parser", 1),
+    "host_late_polls": ("tita_host_late_polls", "counter",
+                        "Polls more than 1 ms after the engine's next deadline (the host did not run)", 1),
+    "host_late_ns": ("tita_host_late_seconds", "counter", "Time those polls came late", NS),
+    "host_rx_pfc_pauses": ("tita_host_pfc_pauses_received", "counter", "PFC frames that paused a priority", 1),
+    "host_rx_pfc_resumes": ("tita_host_pfc_resumes_received", "counter", "PFC frames that resumed a priority", 1),
+    "host_pfc_held": ("tita_host_pfc_held_bursts", "counter",
+                      "Transmit bursts in which a paused priority's frames waited", 1),
+    "arp_requests_sent": ("tita_engine_arp_requests_sent", "counter", "ARP requests sent", 1),
+    "arp_received": ("tita_engine_arp_received", "counter", "ARP requests for us and replies received", 1),
+    "arp_failures": ("tita_engine_arp_failures", "counter", "Addresses that never answered ARP", 1),
 }
 ENGINE_HOST_DROPS = {"host_tx_no_mbuf": "no_mbuf", "host_tx_oversize": "oversize"}
 
@@ -197,8 +208,8 @@ def catalogue():
         for name, kind, help_, _ in t.values():
             rows.append((name + ("_total" if kind == "counter" else ""), kind, labels, help_))
     table(QP_SCALARS, qp)
-    rows.append(("tita_qp_naks_sent_total", "counter", qp + ", kind", "NAKs sent: sequence, rnr, access"))
-    rows.append(("tita_qp_naks_received_total", "counter", qp + ", kind", "NAKs received: sequence, rnr, access"))
+    rows.append(("tita_qp_naks_sent_total", "counter", qp + ", kind", "NAKs sent: sequence, rnr, access, invalid"))
+    rows.append(("tita_qp_naks_received_total", "counter", qp + ", kind", "NAKs received: sequence, rnr, access, invalid"))
     rows.append(("tita_qp_path_changes_total", "counter", qp + ", reason",
                  "Path changes (Hash Dodging): " + ", ".join(QP_DODGE_REASONS)))
     table(ENGINE_SCALARS, "process, engine")

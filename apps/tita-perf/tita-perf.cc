@@ -81,6 +81,11 @@ struct Options {
   uint8_t dscp = 26;
   uint32_t ack_req_every = 1;
   std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
+  bool mtu_given = false;      // server: its own --mtu, not the client's
+  bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange
+  std::string peer_gid;        // send to this GID instead of the one the peer reports
+  double linger_s = 0;         // after a failed work request: keep the engine up this long
+  std::string fault;           // an injected application fault: no-recv, bad-rkey
 };
 
 uint64_t mono_ns() {
@@ -238,8 +243,9 @@ class Perf {
     Engine& e = host_->engine();
     uint32_t ip;
     if (!parse_ipv4(peer.at("gid").get<std::string>(), &ip)) die("peer sent a bad GID");
-    uint8_t mac[6];
-    if (!parse_mac(peer.at("mac").get<std::string>(), mac)) die("peer sent a bad MAC");
+    if (!o_.peer_gid.empty() && !parse_ipv4(o_.peer_gid, &ip)) die("--peer-gid " + o_.peer_gid + " is not IPv4");
+    uint8_t mac[6] = {};  // all zero: the engine resolves it by ARP
+    if (!o_.arp && !parse_mac(peer.at("mac").get<std::string>(), mac)) die("peer sent a bad MAC");
     const auto& qpns = peer.at("qpns");
     const auto& psns = peer.at("psns");
     if (qpns.size() != o_.qps || psns.size() != o_.qps) {
@@ -247,6 +253,7 @@ class Perf {
     }
     peer_addr_ = peer.at("addr").get<uint64_t>();
     peer_rkey_ = peer.at("rkey").get<uint32_t>();
+    if (o_.fault == "bad-rkey") peer_rkey_ ^= 0x00a50000;  // a key the peer never handed out
     peer_region_ = peer.at("region").get<uint64_t>();
     std::string err;
     for (uint32_t i = 0; i < o_.qps; ++i) {
@@ -310,12 +317,24 @@ class Perf {
     while ((n = host_->engine().poll_cq(cq_, 64, wc)) > 0) {
       for (int k = 0; k < n; ++k) {
         if (wc[k].status != WcStatus::kSuccess) {
-          die("QP " + std::to_string(wc[k].qp_num) + ": work request failed: " +
-              std::string(engine::to_string(wc[k].status)));
+          fail("QP " + std::to_string(wc[k].qp_num) + ": work request failed: " +
+               std::string(engine::to_string(wc[k].status)));
         }
         fn(wc[k]);
       }
     }
+  }
+
+  // A failed work request ends the run; with --linger the engine (and its
+  // telemetry, for tita-doctor) stays up and answering for that long first.
+  [[noreturn]] void fail(const std::string& msg) {
+    std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
+    const uint64_t until = clock_.now_ns() + static_cast<uint64_t>(o_.linger_s * 1e9);
+    while (!g_stop && clock_.now_ns() < until) {
+      const uint64_t now = clock_.now_ns();
+      idle(now, host_->poll_once(now));
+    }
+    std::exit(1);
   }
 
   Conn& conn_of(uint32_t qpn) { return conns_[qpn - conns_[0].qpn]; }
@@ -340,7 +359,7 @@ class Perf {
         o_.size = hello.value("size", o_.size);
         o_.qps = hello.value("qps", o_.qps);
         o_.tx_depth = hello.value("tx_depth", o_.tx_depth);
-        o_.mtu = hello.value("mtu", o_.mtu);
+        if (!o_.mtu_given) o_.mtu = hello.value("mtu", o_.mtu);
         o_.recovery = hello.value("recovery", o_.recovery);
         o_.rate_gbps = hello.value("rate_gbps", o_.rate_gbps);
         o_.pace = hello.value("pace", o_.pace);
@@ -355,7 +374,7 @@ class Perf {
     }
     if (o_.test != "read") std::memset(mem_, 0, mem_len_);  // READ serves the pattern
     const bool echo = o_.mode == "lat" && o_.test != "read";
-    const bool receives = o_.test == "send" || echo;
+    const bool receives = (o_.test == "send" || echo) && o_.fault != "no-recv";
     if (receives) {
       for (Conn& c : conns_) {
         for (uint32_t k = 0; k < o_.tx_depth; ++k) post_recv(c, static_cast<uint32_t>(&c - conns_.data()));
@@ -717,7 +736,7 @@ int main(int argc, char** argv) {
   app.add_option("--tx-depth", o.tx_depth, "outstanding WRs per QP")->check(CLI::Range(1u, 8192u));
   app.add_option("--iters", o.iters, "messages per QP (0: run for --duration)");
   app.add_option("--duration", o.duration_s, "seconds")->check(CLI::PositiveNumber);
-  app.add_option("--mtu", o.mtu, "RoCE path MTU")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+  app.add_option("--mtu", o.mtu, "RoCE path MTU (a server without it takes its client's)")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   app.add_option("--cc", o.cc,
                  "congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or a --cc-plugin's; "
                  "help lists them with their parameters");
@@ -748,11 +767,20 @@ int main(int argc, char** argv) {
         wire::DodgeField f;
         return wire::parse_dodge_field(v, &f) ? std::string() : "not " + std::string(wire::kDodgeFieldNames);
       });
+  app.add_flag("--arp", o.arp, "resolve the peer's MAC by ARP (as a kernel resolves a RoCE address), not from the "
+               "out-of-band exchange");
+  app.add_option("--peer-gid", o.peer_gid, "send to this IPv4 GID instead of the one the peer reports");
+  app.add_option("--linger", o.linger_s, "after a failed work request, keep the engine and its telemetry up this "
+                 "many seconds (for tita-doctor)")->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--inject-fault", o.fault, "an application fault, for tita-doctor's tests: no-recv (server: post "
+                 "no receives), bad-rkey (client: use a key the server never gave)")
+      ->check(CLI::IsMember({"no-recv", "bad-rkey"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  o.mtu_given = app.count("--mtu") > 0;
   (void)lb;
   for (const std::string& path : o.cc_plugins) {
     if (tita::cc::load_plugin(path, &err) != 0) {

@@ -516,6 +516,12 @@ nlohmann::json effective_json(const AppConfig& cfg) {
   }
   json dscp = json::array();
   for (int d = 0; d < 64; ++d) dscp.push_back(sw.classify.dscp_priority[d]);
+  json routes = json::array();
+  for (const Route& r : cfg.routes) {
+    json names = json::array();
+    for (uint16_t i : r.ports) names.push_back(i < cfg.port_names.size() ? cfg.port_names[i] : std::to_string(i));
+    routes.push_back({{"prefix", r.text}, {"ports", names}});
+  }
   return {{"ports", ports},
           {"buffer", {{"total_bytes", sw.mmu.buffer_bytes}, {"reserve_bytes", sw.mmu.reserve_bytes},
                       {"headroom_bytes", sw.mmu.headroom_bytes}}},
@@ -523,7 +529,7 @@ nlohmann::json effective_json(const AppConfig& cfg) {
                    {"xoff_bytes", sw.mmu.xoff_bytes}, {"xon_bytes", sw.mmu.xon_bytes}}},
           {"classify", {{"trust_pcp", sw.classify.trust_pcp}, {"dscp_priority", dscp}}},
           {"int", {{"enabled", sw.int_enabled}}},
-          {"routes", cfg.routes.size()}};
+          {"routes", routes}};
 }
 
 }  // namespace tita::tsw

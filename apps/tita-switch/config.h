@@ -42,7 +42,8 @@ int from_json(const nlohmann::json& doc, AppConfig* cfg, std::string* err);
 
 // The configuration in effect, every default resolved (RED thresholds from the
 // port rate when not given): ports (rate, ECN, RED, buffer, scheduling), the
-// lossless priorities and PFC thresholds, the DSCP-to-priority map, INT.
+// lossless priorities and PFC thresholds, the DSCP-to-priority map, INT, the
+// routes (prefix as written, port names).
 nlohmann::json effective_json(const AppConfig& cfg);
 
 // "a.b.2.c=value": sets doc["a"]["b"][2]["c"] (creating objects on the way);

@@ -488,6 +488,7 @@ int main(int argc, char** argv) {
   {
     // Never freed: the telemetry thread reads it until the process exits.
     static auto* shared = new tsw::SharedSnapshot;
+    shared->config_json = tsw::effective_json(cfg).dump();
     App app(std::move(cfg), o.json, shared);
     if (int rc = app.open(&err); rc != 0) {
       std::fprintf(stderr, "tita-switch: %s\n", err.c_str());

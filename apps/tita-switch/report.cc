@@ -2,6 +2,7 @@
 
 #include <rte_telemetry.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstdio>
@@ -214,6 +215,39 @@ int tel_qlen(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// The configuration in effect, as `tita-switch --check --json` prints it, in
+// pages of hex strings: telemetry strings are short and DPDK 22.11 does not
+// escape them, so the JSON travels hex-encoded (no quote to escape). Page K
+// (the parameter, default 0) holds kPageStrings strings of kHexChars
+// characters; a page with fewer is the last.
+int tel_config(const char*, const char* params, rte_tel_data* d) {
+  constexpr size_t kHexChars = 120, kPageStrings = 60;
+  long page = 0;
+  if (params != nullptr && *params != '\0') {
+    char* end = nullptr;
+    page = std::strtol(params, &end, 10);
+    if (*end != '\0' || page < 0) return -EINVAL;
+  }
+  const std::string& text = g_shared->config_json;  // written before telemetry started
+  static constexpr char kHex[] = "0123456789abcdef";
+  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+  const size_t bytes_per_string = kHexChars / 2;
+  for (size_t k = 0; k < kPageStrings; ++k) {
+    const size_t from = (static_cast<size_t>(page) * kPageStrings + k) * bytes_per_string;
+    if (from >= text.size()) break;
+    char hex[kHexChars + 1];
+    size_t n = 0;
+    for (size_t i = from; i < std::min(text.size(), from + bytes_per_string); ++i) {
+      const auto b = static_cast<unsigned char>(text[i]);
+      hex[n++] = kHex[b >> 4];
+      hex[n++] = kHex[b & 15];
+    }
+    hex[n] = '\0';
+    rte_tel_data_add_array_string(d, hex);
+  }
+  return 0;
+}
+
 // "PORT,drop_all" | "PORT,drop=P" | "PORT,clear": the port's fault from now on
 // (a link that starts black-holing what is routed to it, or losing a fraction).
 int tel_fault(const char*, const char* params, rte_tel_data* d) {
@@ -259,6 +293,8 @@ int register_telemetry(SharedSnapshot* shared, std::string* err) {
       {"/tita_switch/queues", tel_queues, "Per-priority queue counters. Parameters: int port index or name"},
       {"/tita_switch/stats", tel_stats, "Switch totals and buffer use. Takes no parameters"},
       {"/tita_switch/qlen", tel_qlen, "Egress queue length of every port, bytes. Takes no parameters"},
+      {"/tita_switch/config", tel_config,
+       "The configuration in effect (--check --json), hex-encoded. Parameters: int page (default 0)"},
       {"/tita_switch/fault", tel_fault,
        "Sets a port's fault. Parameters: port (index or name),drop_all | drop=P | clear"},
   };

@@ -74,9 +74,12 @@ struct SharedSnapshot {
   // Faults asked for with /tita_switch/fault, for the polling lcore to apply
   // (at its next snapshot refresh, within 20 ms).
   std::vector<std::pair<uint16_t, fabric::FaultConfig>> faults;
+  // The configuration in effect (tita-switch --check --json), compact; set
+  // once before telemetry starts, read by /tita_switch/config.
+  std::string config_json;
 };
 // Registers /tita_switch/ports, /tita_switch/port, /tita_switch/queues,
-// /tita_switch/stats, /tita_switch/qlen and /tita_switch/fault over `shared`
+// /tita_switch/stats, /tita_switch/qlen, /tita_switch/config and /tita_switch/fault over `shared`
 // (which must outlive EAL).
 int register_telemetry(SharedSnapshot* shared, std::string* err);
 

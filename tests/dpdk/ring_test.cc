@@ -20,6 +20,7 @@
 #include "../engine/workload.h"
 #include "tita/cc/plugin.h"
 #include "tita/dpdk/host.h"
+#include "tita/fabric/pfc.h"
 
 namespace tita::test {
 namespace {
@@ -56,6 +57,7 @@ struct RingPair {
   std::unique_ptr<dpdk::EngineHost> host[2];
   std::unique_ptr<AlignedBuffer> mem[2];
   Endpoint ep[2];
+  uint8_t traffic_class = 0;  // of both QPs
 
   testing::AssertionResult open(const dpdk::PortConfig (&pc)[2], bool zero_copy, uint64_t bytes) {
     const auto [pa, pb] = ring_pair();
@@ -97,6 +99,7 @@ struct RingPair {
       a.dest_qp_num = ep[peer].qp;
       a.ah_attr.dgid = ep[peer].eng->config().gid;
       std::memcpy(a.ah_attr.dmac, port[peer].mac(), 6);
+      a.ah_attr.traffic_class = traffic_class;
       ok = ok && ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtrRequired, &err) == 0;
       a.qp_state = QpState::kRts;
       a.timeout = 10;
@@ -176,6 +179,74 @@ TEST(DpdkRingStarved, FramesTheHostCannotSendAreCountedAndRecovered) {
   std::printf("starved sender: %lu frames sent, %lu not sent (no mbuf), %lu retransmitted\n",
               static_cast<unsigned long>(c.tx_frames), static_cast<unsigned long>(c.tx_no_mbuf),
               static_cast<unsigned long>(retx));
+}
+
+// The host honours PFC from its link as a NIC's MAC does: a pause for the QP's
+// priority (DSCP 26 -> 3) holds its frames until the resume; a pause for
+// another priority holds nothing.
+TEST(DpdkPfc, APausedPriorityWaitsForItsResume) {
+  dpdk::PortConfig pc;
+  RingPair r;
+  r.traffic_class = 26 << 2;  // AF31: priority 3 by DSCP >> 3
+  ASSERT_TRUE(r.open({pc, pc}, false, 1 << 20));
+  // B sends A a PFC frame (what a switch port does), as its port's MAC would.
+  auto pfc = [&](uint8_t priority, uint16_t quanta) {
+    fabric::PfcInfo info;
+    info.class_enable = static_cast<uint8_t>(1u << priority);
+    info.quanta[priority] = quanta;
+    rte_mbuf* m = rte_pktmbuf_alloc(r.port[1].pool());
+    ASSERT_NE(m, nullptr);
+    auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, fabric::kPfcFrameBytes));
+    ASSERT_EQ(fabric::build_pfc_frame(p, fabric::kPfcFrameBytes, r.port[1].mac(), info), fabric::kPfcFrameBytes);
+    ASSERT_EQ(r.port[1].tx(0, &m, 1), 1);
+  };
+  dpdk::TscClock clock;
+  auto run_for = [&](uint64_t ns) {
+    const uint64_t until = clock.now_ns() + ns;
+    while (clock.now_ns() < until) {
+      r.host[0]->poll_once(clock.now_ns());
+      r.host[1]->poll_once(clock.now_ns());
+    }
+  };
+  auto write = [&](uint8_t fill) {
+    std::memset(r.ep[0].buf, fill, 65536);
+    Sge sge{reinterpret_cast<uint64_t>(r.ep[0].buf), 65536, r.ep[0].mr.lkey};
+    SendWr wr;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.rdma.remote_addr = reinterpret_cast<uint64_t>(r.ep[1].buf);
+    wr.rdma.rkey = r.ep[1].mr.rkey;
+    ASSERT_EQ(r.ep[0].eng->post_send(r.ep[0].qp, &wr, nullptr), 0);
+  };
+  auto done = [&] {
+    WorkCompletion wc;
+    const int n = r.ep[0].eng->poll_cq(r.ep[0].cq, 1, &wc);
+    EXPECT_TRUE(n == 0 || wc.status == WcStatus::kSuccess);
+    return n == 1;
+  };
+  // Paused on priority 3 for 0xffff quanta (3.4 ms at the ring port's 10 Gb/s): nothing arrives.
+  pfc(3, 0xffff);
+  run_for(200'000);
+  write(0x5a);
+  run_for(1'000'000);
+  EXPECT_EQ(r.host[1]->counters().rx_frames, 0u);
+  EXPECT_FALSE(done());
+  EXPECT_EQ(r.host[0]->counters().rx_pfc_pauses, 1u);
+  EXPECT_GT(r.host[0]->counters().pfc_held, 0u);
+  // The resume releases it: the WRITE completes, its bytes intact.
+  pfc(3, 0);
+  run_for(2'000'000);
+  EXPECT_TRUE(done());
+  EXPECT_EQ(r.host[0]->counters().rx_pfc_resumes, 1u);
+  EXPECT_EQ(std::memcmp(r.ep[1].buf, r.ep[0].buf, 65536), 0);
+  // A pause for another priority (4) holds nothing back.
+  pfc(4, 0xffff);
+  run_for(200'000);
+  write(0xa5);
+  run_for(2'000'000);
+  EXPECT_TRUE(done());
+  EXPECT_EQ(std::memcmp(r.ep[1].buf, r.ep[0].buf, 65536), 0);
 }
 
 // Two engines per side, on two queues of one port pair, as two lcores would run

@@ -1,101 +1,200 @@
 #!/usr/bin/python3
-"""tita-doctor diagnose against real faults in a real DPDK setup.
+"""tita-doctor diagnose against a fault matrix on a real DPDK setup.
 
-Usage: doctor_test.py BUILD_DIR WORKDIR
+Usage: doctor_test.py BUILD_DIR WORKDIR [CASE ...]
 
-A 2-to-1 incast through tita-switch (scripts/demo/incast.py), three times:
-  healthy     DCQCN: the doctor finds nothing wrong (exit 0);
-  loss        1 % random loss injected on the bottleneck port: the first finding
-              is loss at that port, reason fault_random, the network's side;
-  black hole  the bottleneck port starts dropping everything mid-run
-              (/tita_switch/fault,PORT,drop_all): the first finding is loss at
-              that port, reason fault_port_drop, and the senders' QPs are seen
-              timing out with nothing acknowledged.
+Every case is a 2-to-1 incast: tita-switch (vhost-user ports, the receiver's
+a 1 Gb/s shaped bottleneck with ECN, PFC on priority 3, INT on) and three
+tita-perf processes (two senders, one receiver) on virtio-user ports, all
+real DPDK processes. One fault is injected, `tita-doctor diagnose --json` runs
+while the traffic does, and its first finding must name the fault (question,
+check or drop reason, and where); the healthy case must have no problem and
+exit 0. A NIC capped at half its rate is ops-accept's case (tests/ops/accept_test.py).
 """
+import copy
 import json
 import os
+import signal
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from opscheck import check, finish  # noqa: E402
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "demo"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "apps", "ops"))
-import incast  # noqa: E402
 from dpdk_telemetry import Telemetry  # noqa: E402
 
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
-BOTTLENECK = "net_vhost2"  # incast.switch_config: the receiver's port, after the two senders'
+SENDERS = 2
+BOTTLENECK = f"net_vhost{SENDERS}"  # the receiver's port, after the senders'
+RECEIVER_IP = "10.0.0.100"
+GOOD = {
+    "ports": [{"name": f"net_vhost{i}"} for i in range(SENDERS)]
+    + [{"name": BOTTLENECK, "rate_gbps": 1.0, "buffer_bytes": 2_000_000,
+        "ecn": {"enabled": True, "kmin_bytes": 20_000, "kmax_bytes": 100_000, "pmax": 0.2}}],
+    "routes": [{"prefix": f"10.0.0.{i + 1}/32", "ports": [i]} for i in range(SENDERS)]
+    + [{"prefix": f"{RECEIVER_IP}/32", "ports": [SENDERS]}],
+    # Headroom for what is already on its way when a pause goes out: the
+    # virtio rings hold 256 frames per direction, far more than a NIC's FIFO.
+    "buffer": {"total_bytes": 4_000_000, "headroom_bytes": 1_000_000},
+    "pfc": {"enabled": True, "priorities": [3]},
+    "int": {"enabled": True},
+}
+EAL = ["--no-huge", "-m", "512", "--no-pci", "--log-level=*:error"]
+COMMON = ["--idle-sleep", "--base-rtt-us", "200", "--pacing-slack-us", "200"]
 
 
-def doctor():
-    r = subprocess.run([sys.executable, DOCTOR, "diagnose", "--window", "2", "--json"], capture_output=True,
-                       text=True, timeout=60)
+def doctor(window=2):
+    r = subprocess.run([sys.executable, DOCTOR, "diagnose", "--window", str(window), "--json"], capture_output=True,
+                       text=True, timeout=90)
     try:
         return r.returncode, json.loads(r.stdout)
     except ValueError:
         return r.returncode, {"findings": [], "error": r.stderr}
 
 
-def with_incast(build, work, seconds, during, **kw):
-    """Runs the incast in a thread and `during()` while it runs; returns during's result."""
-    box = {}
-
-    def run():
-        try:
-            incast.run_one(build, work, "dcqcn", seconds, senders=2, sender_gbps=1.0, **kw)
-        except RuntimeError as e:  # a black-holed sender gives up: expected there
-            box["error"] = str(e)
-
-    t = threading.Thread(target=run)
-    t.start()
+def run_case(build, work, switch_cfg, cc="dcqcn", test="write", sender=lambda i: [], receiver=(), during=None, seconds=8, start_delay=3.0):
+    """Starts the incast with the fault, runs during() (default: the doctor)
+    start_delay seconds after the senders, tears everything down; returns
+    during()'s result."""
+    os.makedirs(work, exist_ok=True)
+    perf = os.path.join(build, "apps", "tita-perf")
+    switch = os.path.join(build, "apps", "tita-switch", "tita-switch")
+    socks = [os.path.join(work, f"vh{i}.sock") for i in range(SENDERS + 1)]
+    for s in socks:
+        if os.path.exists(s):
+            os.unlink(s)
+    cfg_path = os.path.join(work, "switch.json")
+    with open(cfg_path, "w") as f:
+        json.dump(switch_cfg, f)
+    logs = open(os.path.join(work, "processes.log"), "w")
+    procs = []
     try:
-        return during()
+        sw = [switch, "-l", "1"] + EAL + ["--file-prefix=demo-sw"]
+        sw += [f"--vdev=net_vhost{i},iface={s},queues=1" for i, s in enumerate(socks)]
+        procs.append(subprocess.Popen(sw + ["--", "--config", cfg_path, "--stats-ms", "0"], stdout=logs,
+                                      stderr=logs))
+        deadline = time.time() + 20
+        while not all(os.path.exists(s) for s in socks) and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        rx = [perf, "-l", "0"] + EAL + ["--file-prefix=demo-rx", f"--vdev=net_virtio_user0,path={socks[SENDERS]}",
+                                        "--", "--port", "net_virtio_user0", "--ip", RECEIVER_IP, "--server",
+                                        "--clients", str(SENDERS)] + COMMON + list(receiver)
+        procs.append(subprocess.Popen(rx, stdout=logs, stderr=logs))
+        time.sleep(1.0)
+        for i in range(SENDERS):
+            extra = sender(i)
+            mtu = [] if "--mtu" in extra else ["--mtu", "1024"]
+            tx = [perf, "-l", "0"] + EAL + [
+                f"--file-prefix=demo-tx{i}", f"--vdev=net_virtio_user0,path={socks[i]}", "--", "--port",
+                "net_virtio_user0", "--ip", f"10.0.0.{i + 1}", "--client", "127.0.0.1", "--test", test, "--size",
+                "65536", "--qps", "1", "--tx-depth", "16", "--duration", str(seconds), "--cc", cc,
+                "--rate", "1", "--pace", "--linger", "15"] + mtu + COMMON + extra
+            procs.append(subprocess.Popen(tx, stdout=logs, stderr=logs))
+        time.sleep(start_delay)
+        return (during or doctor)()
     finally:
-        t.join(timeout=seconds + 120)
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        logs.close()
+
+
+def changed(fn):
+    cfg = copy.deepcopy(GOOD)
+    fn(cfg)
+    return cfg
+
+
+def first_problem(rep):
+    f = [x for x in rep["findings"] if x["problem"]]
+    return f[0] if f else {}
+
+
+def describe(f):
+    return f"[{f.get('question')}/{f.get('check', '-')}] {f.get('where')}: {f.get('what')}"
+
+
+def starve_sender():
+    """From now on sender 0's polling thread (the process's main thread, lcore 0)
+    runs only when nothing else wants CPU 0 (SCHED_IDLE), and a busy loop
+    pinned to CPU 0 always wants it: a sender starved of CPU mid-run. Its
+    telemetry thread keeps its normal class, so the doctor can still ask."""
+    pid = subprocess.run(["pgrep", "-f", "file-prefix=demo-tx0"], capture_output=True, text=True).stdout.split()[0]
+    hog = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+    try:
+        subprocess.run(["chrt", "--idle", "-p", "0", pid], check=True)
+        time.sleep(0.5)
+        return doctor()
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def black_hole():
+    with Telemetry("demo-sw") as t:
+        t.query(f"/tita_switch/fault,{BOTTLENECK},drop_all")
+    time.sleep(0.5)
+    return doctor()
+
+
+# name: (run_case arguments, what the first problem must be: {field: substring})
+CASES = {
+    "ecn-off": (dict(switch_cfg=changed(lambda c: c["ports"][SENDERS].update(ecn={"enabled": False}))),
+                {"question": "configuration", "check": "ecn", "where": BOTTLENECK, "what": "ECN marking is off"}),
+    "pfc-off": (dict(switch_cfg=changed(lambda c: c["pfc"].update(enabled=False))),
+                {"question": "configuration", "check": "pfc", "what": "PFC is off"}),
+    "dscp-mismatch": (dict(switch_cfg=GOOD, sender=lambda i: ["--dscp", "10"]),
+                      {"question": "configuration", "check": "pfc", "what": "(DSCP 10) is not lossless"}),
+    "int-off-hpcc": (dict(switch_cfg=changed(lambda c: c["int"].update(enabled=False)), cc="hpcc"),
+                     {"question": "configuration", "check": "int", "what": "hpcc reads INT"}),
+    "mtu-mismatch": (dict(switch_cfg=GOOD, sender=lambda i: ["--mtu", "2048"], receiver=["--mtu", "1024"]),
+                     {"question": "configuration", "check": "mtu", "what": "different path MTUs"}),
+    "random-loss": (dict(switch_cfg=changed(lambda c: c["ports"][SENDERS].update(faults={"drop_probability": 0.01}))),
+                    {"question": "loss", "where": BOTTLENECK, "what": "fault_random", "side": "network"}),
+    "black-hole": (dict(switch_cfg=GOOD, during=black_hole, start_delay=2.5),
+                   {"question": "loss", "where": BOTTLENECK, "what": "fault_port_drop"}),
+    "unrouted-peer": (dict(switch_cfg=GOOD, sender=lambda i: ["--peer-gid", "10.0.0.99"] if i == 0 else []),
+                      {"question": "configuration", "check": "route", "where": "demo-tx0", "what": "10.0.0.99"}),
+    "arp-through-switch": (dict(switch_cfg=GOOD, sender=lambda i: ["--arp"] if i == 0 else [], start_delay=3.5),
+                           {"where": "demo-tx0", "what": "ARP"}),
+    "wrong-rkey": (dict(switch_cfg=GOOD, sender=lambda i: ["--inject-fault", "bad-rkey"] if i == 0 else []),
+                   {"question": "connection", "what": "remote access error"}),
+    "receiver-not-ready": (dict(switch_cfg=GOOD, test="send", receiver=["--inject-fault", "no-recv"]),
+                           {"question": "connection", "where": "demo-rx", "what": "no receive posted"}),
+    "cpu-starved-sender": (dict(switch_cfg=GOOD, during=starve_sender),
+                           {"question": "performance", "where": "demo-tx0", "what": "ran late"}),
+}
 
 
 def main():
     build, work = sys.argv[1:3]
+    only = sys.argv[3:]
     os.makedirs(work, exist_ok=True)
-
-    def later(delay, fn):
-        def go():
-            time.sleep(delay)
-            return fn()
-        return go
-
-    rc, rep = with_incast(build, os.path.join(work, "healthy"), 9, later(5, doctor))
-    problems = [f for f in rep["findings"] if f["problem"]]
-    check(rc == 0 and not problems and len(rep.get("processes", [])) >= 4,
-          f"healthy incast: exit {rc}, {len(problems)} problems, {len(rep['findings'])} informational findings "
-          f"{[f['what'] for f in problems][:2]}")
-
-    rc, rep = with_incast(build, os.path.join(work, "loss"), 9, later(5, doctor), drop=0.01)
-    first = rep["findings"][0] if rep["findings"] else {}
-    check(rc == 1 and first.get("question") == "loss" and BOTTLENECK in first.get("where", "")
-          and "fault_random" in first.get("what", "") and first.get("side") == "network",
-          f"1 % loss on {BOTTLENECK}: exit {rc}, first finding: {first.get('where')}: {first.get('what')}")
-
-    def black_hole():
-        time.sleep(4)
-        with Telemetry("demo-sw") as t:
-            t.query(f"/tita_switch/fault,{BOTTLENECK},drop_all")
-        time.sleep(0.5)
-        return doctor()
-
-    rc, rep = with_incast(build, os.path.join(work, "black-hole"), 9, black_hole)
-    f = rep["findings"]
-    first = f[0] if f else {}
-    check(rc == 1 and first.get("question") == "loss" and BOTTLENECK in first.get("where", "")
-          and "fault_port_drop" in first.get("what", ""),
-          f"black-holed {BOTTLENECK}: exit {rc}, first finding: {first.get('where')}: {first.get('what')}")
-    timeouts = [x for x in f if x["question"] == "connection"]
-    check(len(timeouts) >= 1 and all("demo-tx" in x["where"] for x in timeouts),
-          f"black-holed {BOTTLENECK}: {len(timeouts)} sender QPs seen without answers")
+    if not only or "healthy" in only:
+        rc, rep = run_case(build, os.path.join(work, "healthy"), GOOD)
+        problems = [f for f in rep["findings"] if f["problem"]]
+        check(rc == 0 and not problems and len(rep.get("processes", [])) >= 4,
+              f"healthy: exit {rc}, {len(problems)} problems {[describe(f) for f in problems][:2]}, "
+              f"{len(rep['findings'])} findings {rep.get('error', '')}")
+    for name, (kw, want) in CASES.items():
+        if only and name not in only:
+            continue
+        rc, rep = run_case(build, os.path.join(work, name), **kw)
+        f = first_problem(rep)
+        ok = rc == 1 and all(v in str(f.get(k, "")) for k, v in want.items())
+        check(ok, f"{name}: exit {rc}, first problem {describe(f)} {rep.get('error', '')}")
+        if not ok:
+            for x in rep["findings"][:6]:
+                print("     " + describe(x))
     finish()
 
 

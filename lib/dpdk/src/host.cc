@@ -1,5 +1,6 @@
 #include "tita/dpdk/host.h"
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -7,6 +8,8 @@
 #include <rte_memory.h>
 #include <rte_ring.h>
 
+#include "tita/fabric/classify.h"
+#include "tita/fabric/pfc.h"
 #include "tita/wire/frame.h"
 
 #include <unistd.h>
@@ -151,8 +154,57 @@ void EngineHost::transmit(uint64_t, const engine::TxFrame& f) {
   ++counters_.tx_frames;
 }
 
+bool EngineHost::on_pfc(uint64_t now_ns, const rte_mbuf* m) {
+  const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (m->data_len < 14 || p[12] != 0x88 || p[13] != 0x08) return false;  // not MAC control
+  fabric::PfcInfo info;
+  if (options_.honour_pfc && fabric::parse_pfc_frame(p, m->data_len, &info)) {
+    const uint64_t link = uint64_t{port_.link_speed_mbps()} * 1'000'000;
+    const uint64_t rate = link != 0 ? link : engine_->config().line_rate_bps;
+    for (int prio = 0; prio < 8; ++prio) {
+      if (!(info.class_enable >> prio & 1)) continue;
+      if (info.quanta[prio] == 0) {
+        paused_until_[prio] = 0;
+        ++counters_.rx_pfc_resumes;
+      } else {
+        paused_until_[prio] = now_ns + fabric::pfc_quanta_ns(info.quanta[prio], rate);
+        ++counters_.rx_pfc_pauses;
+      }
+    }
+    any_paused_ = std::any_of(std::begin(paused_until_), std::end(paused_until_),
+                              [&](uint64_t t) { return t > now_ns; });
+  }
+  return true;  // MAC control frames are the link's, never the engine's
+}
+
+bool EngineHost::paused(const rte_mbuf* m) const {
+  static const fabric::ClassifyConfig kNicDefault;  // PCP if tagged, else DSCP >> 3
+  fabric::FrameRef f;
+  f.data = rte_pktmbuf_mtod(m, const uint8_t*);
+  f.data_len = m->data_len;
+  f.frame_bytes = m->pkt_len;
+  fabric::Classified c;
+  fabric::classify(f, kNicDefault, false, &c);
+  return c.kind == fabric::FrameKind::kIp && paused_until_[c.priority] > now_ns_;
+}
+
 void EngineHost::flush() {
   if (pending_.empty()) return;
+  if (any_paused_) {
+    any_paused_ = std::any_of(std::begin(paused_until_), std::end(paused_until_),
+                              [&](uint64_t t) { return t > now_ns_; });
+  }
+  if (any_paused_) [[unlikely]] {
+    // Frames of a paused priority wait, in order; the others go now.
+    std::vector<rte_mbuf*> go, wait;
+    for (rte_mbuf* m : pending_) (paused(m) ? wait : go).push_back(m);
+    if (!wait.empty()) ++counters_.pfc_held;
+    const uint16_t sent = go.empty() ? 0 : port_.tx(queue_, go.data(), static_cast<uint16_t>(go.size()));
+    // Unsent frames of either kind keep their order within their priority.
+    wait.insert(wait.begin(), go.begin() + sent, go.end());
+    pending_ = std::move(wait);
+    return;
+  }
   const uint16_t n = static_cast<uint16_t>(std::min<size_t>(pending_.size(), UINT16_MAX));
   const uint16_t sent = port_.tx(queue_, pending_.data(), n);
   // What the port did not take yet stays, in order, for the next step.
@@ -192,11 +244,20 @@ void EngineHost::deliver(uint64_t now_ns, rte_mbuf* m) {
 
 uint32_t EngineHost::poll_once(uint64_t now_ns) {
   ++counters_.polls;
+  now_ns_ = now_ns;
+  if (now_ns > due_ns_ && now_ns - due_ns_ > kLatePollNs) {
+    ++counters_.late_polls;
+    counters_.late_ns += now_ns - due_ns_;
+  }
   rte_mbuf* rx[64];
   const uint16_t n = port_.rx(queue_, rx, std::min<uint16_t>(options_.burst, 64));
   uint16_t mine = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = rx[i];
+    if (on_pfc(now_ns, m)) [[unlikely]] {
+      rte_pktmbuf_free(m);
+      continue;
+    }
     if (!steering_.inbox.empty()) {
       // Another engine's QP: hand the frame over instead of parsing it here.
       const int32_t qpn = wire::peek_dest_qp(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
@@ -230,7 +291,18 @@ uint32_t EngineHost::poll_once(uint64_t now_ns) {
   flush();  // room first, so the engine's step can use the whole burst
   engine_->poll(now_ns);
   flush();
+  due_ns_ = engine_->next_wakeup_ns();
+  due_in_ns_ = due_ns_ > now_ns ? due_ns_ - now_ns : 0;
+  last_poll_tsc_ = rte_rdtsc();
   return n;
+}
+
+uint64_t EngineHost::overdue_ns() const {
+  const uint64_t at = last_poll_tsc_, due_in = due_in_ns_;  // written by the polling thread
+  if (at == 0 || due_in == UINT64_MAX) return 0;
+  const uint64_t elapsed = static_cast<uint64_t>(static_cast<double>(rte_rdtsc() - at) * 1e9 /
+                                                 static_cast<double>(rte_get_tsc_hz()));
+  return elapsed > due_in && elapsed - due_in > kLatePollNs ? elapsed - due_in : 0;
 }
 
 }  // namespace tita::dpdk

@@ -1,5 +1,6 @@
 #include "tita/dpdk/telemetry.h"
 
+#include <arpa/inet.h>
 #include <rte_telemetry.h>
 
 #include <charconv>
@@ -63,6 +64,10 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", g_entries[static_cast<size_t>(id)].name.c_str());
   u64(d, "qps", h->engine().qp_numbers().size());
+  const wire::Gid& gid = h->engine().config().gid;
+  char ip[INET_ADDRSTRLEN] = "";
+  if (gid.is_ipv4()) inet_ntop(AF_INET, gid.ipv4_bytes(), ip, sizeof ip);
+  rte_tel_data_add_dict_string(d, "ip", ip);
   // What the engine assumes, and what the port says (tita-doctor precheck --live).
   u64(d, "line_rate_bps", h->engine().config().line_rate_bps);
   u64(d, "base_rtt_ns", h->engine().config().base_rtt_ns);
@@ -70,6 +75,9 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "port_max_frame_bytes", h->port().max_frame_bytes());
   u64(d, "rx_frames", c.rx_frames);
   u64(d, "rx_dropped", c.rx_dropped);
+  u64(d, "arp_requests_sent", c.arp_requests_sent);
+  u64(d, "arp_received", c.arp_received);
+  u64(d, "arp_failures", c.arp_failures);
   static constexpr const char* kParse[] = {"ok", "truncated", "not_ip", "bad_ip_version", "bad_ip_header",
                                            "bad_ip_checksum", "not_udp", "not_roce", "length_mismatch",
                                            "bad_bth_version", "unknown_opcode", "bad_pad_count", "bad_icrc"};
@@ -91,6 +99,13 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "host_tx_no_mbuf", hc.tx_no_mbuf);
   u64(d, "host_tx_oversize", hc.tx_oversize);
   u64(d, "host_polls", hc.polls);
+  // A poll that is late now counts already (a host starved of CPU may not poll for seconds).
+  const uint64_t overdue = h->overdue_ns();
+  u64(d, "host_late_polls", hc.late_polls + (overdue > 0 ? 1 : 0));
+  u64(d, "host_late_ns", hc.late_ns + overdue);
+  u64(d, "host_rx_pfc_pauses", hc.rx_pfc_pauses);
+  u64(d, "host_rx_pfc_resumes", hc.rx_pfc_resumes);
+  u64(d, "host_pfc_held", hc.pfc_held);
   return 0;
 }
 
@@ -118,7 +133,15 @@ int cmd_qp(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_add_dict_string(d, "state", std::string(engine::to_string(info.state)).c_str());
   rte_tel_data_add_dict_string(d, "cc", std::string(info.cc).c_str());
   engine::QpAttr attr;
-  if (h->engine().query_qp(static_cast<uint32_t>(qpn), &attr) == 0) u64(d, "path_mtu", attr.path_mtu);
+  if (h->engine().query_qp(static_cast<uint32_t>(qpn), &attr) == 0) {
+    u64(d, "path_mtu", attr.path_mtu);
+    u64(d, "dscp", attr.ah_attr.traffic_class >> 2);
+    const wire::Gid& g = attr.ah_attr.dgid;
+    char ip[INET_ADDRSTRLEN] = "";
+    if (g.is_ipv4()) inet_ntop(AF_INET, g.ipv4_bytes(), ip, sizeof ip);
+    rte_tel_data_add_dict_string(d, "dest_ip", ip);
+    u64(d, "dest_qpn", attr.dest_qp_num);
+  }
   engine::for_each_qp_value(info, q, [&](const char* k, uint64_t v) { u64(d, k, v); });
   return 0;
 }

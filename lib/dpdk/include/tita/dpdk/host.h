@@ -47,7 +47,14 @@ struct HostOptions {
   bool port_mac = true;      // source MAC from the port; false: the engine config's
                              // (for ports whose kernel twin owns the port MAC, like net_tap on a bridge)
   const Steering* steering = nullptr;  // one of several engines on this port (copied)
+  // Honour 802.1Qbb PFC frames from the link as a NIC's MAC does: a paused
+  // priority's frames wait (the others go on); its priority is the frame's PCP
+  // when tagged, else DSCP >> 3 (lib/fabric's classification, the NIC default).
+  bool honour_pfc = true;
 };
+
+// A poll this much later than the engine asked for counts as late (HostCounters).
+inline constexpr uint64_t kLatePollNs = 1'000'000;
 
 struct HostCounters {
   uint64_t rx_frames = 0;
@@ -63,6 +70,13 @@ struct HostCounters {
   uint64_t rx_inbox_full = 0;   // frames dropped: the owner's inbox was full
   uint64_t flow_rules = 0;      // rte_flow rules steering a peer's UDP port to this queue
   uint64_t polls = 0;
+  uint64_t rx_pfc_pauses = 0;   // PFC frames that paused a priority (XOFF)
+  uint64_t rx_pfc_resumes = 0;  // ... that resumed one (quanta 0)
+  uint64_t pfc_held = 0;        // transmit bursts in which a paused priority's frames waited
+  // Polls that came more than kLatePollNs after the engine's next deadline (a
+  // send, ACK or timer it asked to be polled for): the host was not running.
+  uint64_t late_polls = 0;
+  uint64_t late_ns = 0;         // total of those delays
 };
 
 class EngineHost final : public engine::PacketIo {
@@ -75,6 +89,10 @@ class EngineHost final : public engine::PacketIo {
   Port& port() { return port_; }
   const Port& port() const { return port_; }
   const HostCounters& counters() const { return counters_; }
+  // The time the engine has been waiting for its next poll beyond kLatePollNs,
+  // now (0 if not): from another thread (telemetry), a host that is not
+  // running at all is seen late before its next poll counts it.
+  uint64_t overdue_ns() const;
 
   // Makes [addr, addr+len) transmittable without copying (rte_extmem_register and
   // a DMA mapping for the port's device, where the device needs one). Call it for
@@ -104,6 +122,8 @@ class EngineHost final : public engine::PacketIo {
   const Region* region_of(const void* p, size_t len) const;
   void flush();
   void deliver(uint64_t now_ns, rte_mbuf* m);
+  bool on_pfc(uint64_t now_ns, const rte_mbuf* m);  // true: m was a PFC frame (consumed)
+  bool paused(const rte_mbuf* m) const;
 
   Port& port_;
   uint16_t queue_;
@@ -114,6 +134,12 @@ class EngineHost final : public engine::PacketIo {
   std::vector<uint8_t> linear_;     // scratch for multi-segment receives
   Steering steering_;               // inbox empty: the only engine on its queue
   HostCounters counters_;
+  uint64_t due_ns_ = UINT64_MAX;    // when the engine wanted its next poll
+  uint64_t now_ns_ = 0;             // the current poll's time
+  uint64_t due_in_ns_ = UINT64_MAX; // at the last poll's end: how long until due_ns_
+  uint64_t last_poll_tsc_ = 0;      // and when that was, in TSC cycles
+  uint64_t paused_until_[8] = {};   // PFC: per priority
+  bool any_paused_ = false;
 };
 
 }  // namespace tita::dpdk

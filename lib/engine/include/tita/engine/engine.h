@@ -266,6 +266,8 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("rnr_nak_received", q.rnr_nak_received);
   f("nak_access_sent", q.nak_access_sent);
   f("nak_access_received", q.nak_access_received);
+  f("nak_invalid_sent", q.nak_invalid_sent);
+  f("nak_invalid_received", q.nak_invalid_received);
   f("duplicates_received", q.duplicates_received);
   f("out_of_order_received", q.out_of_order_received);
   f("ecn_ce_received", q.ecn_ce_received);
