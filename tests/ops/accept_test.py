@@ -1,17 +1,23 @@
 #!/usr/bin/python3
-"""tita-doctor accept between two tita-perf processes on a vhost-user pair.
+"""tita-doctor accept between two hosts on a vhost-user pair, with tita-perf
+and with rdma-core's unmodified perftest over tita's verbs device.
 
 Usage: accept_test.py BUILD_DIR WORKDIR
 
 The link is taken as 1 Gb/s: a pair that reaches it is accepted (exit 0); the
 same pair with the client's NIC capped at half the rate (what a PCIe link
 trained to half its width does: no loss, no congestion, just less) is named,
-with "the sender cannot go faster" as the cause (exit 1).
+with "the sender cannot go faster" as the cause (exit 1). With perftest, also
+a pair through tita-switch whose server port loses 3 % of packets: named, the
+cause loss (read from the client's telemetry while ib_write_bw runs).
 """
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -19,18 +25,27 @@ from opscheck import check, finish  # noqa: E402
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
 
 
-def accept(work, name, extra):
+def accept(work, name, extra, tool="tita-perf", socks=None, env=None):
+    """tita-doctor accept on a vhost-user pair (socks: the client's and the
+    server's virtio-user sockets of a switch instead)."""
     sock = os.path.join(work, name + ".sock")
     if os.path.exists(sock):
         os.unlink(sock)
-    eal = ["--no-huge", "-m", "512", "--no-pci"]
-    r = subprocess.run([sys.executable, DOCTOR, "accept",
-                        "--server-eal", " ".join(["-l", "0"] + eal + [f"--file-prefix=acc-s-{name}",
-                                                                        f"--vdev=net_vhost0,iface={sock}"]),
-                        "--client-eal", " ".join(["-l", "1"] + eal + [f"--file-prefix=acc-c-{name}",
-                                                                        f"--vdev=net_virtio_user0,path={sock}"]),
-                        "--server-port", "net_vhost0", "--client-port", "net_virtio_user0", "--link-gbps", "1",
-                        "--json"] + extra, capture_output=True, text=True, timeout=180)
+    # tita-run adds --no-huge, its memory and its lcores itself.
+    eal = ["--no-huge", "-m", "512", "--no-pci"] if tool == "tita-perf" else ["--no-pci"]
+    cores = (["-l", "0"], ["-l", "1"]) if tool == "tita-perf" else ([], [])
+    if socks:
+        srv_vdev = f"--vdev=net_virtio_user0,path={socks[1]},mac=02:00:00:00:00:02"
+        cli_vdev = f"--vdev=net_virtio_user0,path={socks[0]},mac=02:00:00:00:00:01"
+    else:
+        srv_vdev, cli_vdev = f"--vdev=net_vhost0,iface={sock}", f"--vdev=net_virtio_user0,path={sock}"
+    r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", tool,
+                        "--server-eal", " ".join(cores[0] + eal + [f"--file-prefix=acc-s-{name}", srv_vdev]),
+                        "--client-eal", " ".join(cores[1] + eal + [f"--file-prefix=acc-c-{name}", cli_vdev]),
+                        "--server-port", "net_virtio_user0" if socks else "net_vhost0",
+                        "--client-port", "net_virtio_user0", "--link-gbps", "1",
+                        "--json"] + extra, capture_output=True, text=True, timeout=240,
+                       env=dict(os.environ, **(env or {})))
     try:
         return r.returncode, json.loads(r.stdout)
     except ValueError:
@@ -38,6 +53,7 @@ def accept(work, name, extra):
 
 
 def main():
+    global build
     build, work = sys.argv[1:3]
     os.makedirs(work, exist_ok=True)
     rc, rep = accept(work, "healthy", [])
@@ -47,6 +63,43 @@ def main():
     f = rep["findings"][0] if rep["findings"] else {}
     check(rc == 1 and "cannot go faster" in f.get("what", "") and f.get("side") == "host",
           f"the client's NIC capped at half the link: exit {rc}: {f.get('what')}")
+    if shutil.which("ib_write_bw") is None:
+        print("SKIP perftest cases: ib_write_bw is not installed (Debian package perftest)")
+        finish()
+    rc, rep = accept(work, "perftest-healthy", [], tool="perftest")
+    check(rc == 0 and not rep["findings"] and rep["results"].get("bandwidth_gbps", 0) > 0.9,
+          f"perftest: a pair that reaches its link is accepted: exit {rc}, {rep['results']} {rep.get('error', '')}")
+    rc, rep = accept(work, "perftest-capped", ["--nic-gbps", "0.5"], tool="perftest")
+    f = rep["findings"][0] if rep["findings"] else {}
+    check(rc == 1 and "cannot go faster" in f.get("what", ""),
+          f"perftest: the client's NIC capped at half the link: exit {rc}: {f.get('what')}")
+    # Through tita-switch (which routes IP and answers no ARP: the devices get
+    # static neighbours), the server's port losing 3 %.
+    socks = [os.path.join(work, f"sw{i}.sock") for i in range(2)]
+    for x in socks:
+        if os.path.exists(x):
+            os.unlink(x)
+    cfg = os.path.join(work, "switch.json")
+    json.dump({"ports": [{"name": "net_vhost0"}, {"name": "net_vhost1", "faults": {"drop_probability": 0.03}}],
+               "routes": [{"prefix": "10.0.0.1/32", "ports": [0]}, {"prefix": "10.0.0.2/32", "ports": [1]}]},
+              open(cfg, "w"))
+    sw = subprocess.Popen([os.path.join(build, "apps", "tita-switch", "tita-switch"), "-l", "1", "--no-huge", "-m",
+                           "256", "--no-pci", "--log-level=*:error", "--file-prefix=acc-sw"]
+                          + [f"--vdev=net_vhost{i},iface={x},queues=1" for i, x in enumerate(socks)]
+                          + ["--", "--config", cfg, "--stats-ms", "0"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 20
+        while not all(os.path.exists(x) for x in socks) and time.time() < deadline:
+            time.sleep(0.1)
+        rc, rep = accept(work, "perftest-lossy", [], tool="perftest", socks=socks,
+                         env={"TITA_NEIGHBOURS": "10.0.0.1=02:00:00:00:00:01,10.0.0.2=02:00:00:00:00:02"})
+    finally:
+        sw.send_signal(signal.SIGINT)
+        sw.wait(timeout=20)
+    f = rep["findings"][0] if rep["findings"] else {}
+    check(rc == 1 and "loss on the path" in f.get("what", "") and f.get("evidence", {}).get("retransmitted", 0) > 0,
+          f"perftest: 3 % loss at the server's switch port: exit {rc}: {f.get('what')} {rep.get('error', '')}")
     finish()
 
 

@@ -17,6 +17,7 @@ namespace {
 struct Entry {
   const EngineHost* host = nullptr;
   std::string name;
+  std::mutex* lock = nullptr;  // held while a command reads the host, if given
 };
 
 std::mutex g_mutex;
@@ -42,6 +43,12 @@ const EngineHost* find(long id) {
   return g_entries[static_cast<size_t>(id)].host;
 }
 
+// The publisher's own lock of engine id, taken while a command reads it.
+std::unique_lock<std::mutex> engine_lock(long id) {
+  std::mutex* m = g_entries[static_cast<size_t>(id)].lock;
+  return m != nullptr ? std::unique_lock<std::mutex>(*m) : std::unique_lock<std::mutex>();
+}
+
 void u64(rte_tel_data* d, const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); }
 
 int cmd_engines(const char*, const char*, rte_tel_data* d) {
@@ -59,6 +66,7 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(g_mutex);
   const EngineHost* h = find(id);
   if (h == nullptr) return -1;
+  const auto held = engine_lock(id);
   const engine::EngineCounters& c = h->engine().counters();
   const HostCounters& hc = h->counters();
   rte_tel_data_start_dict(d);
@@ -115,6 +123,7 @@ int cmd_qps(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(g_mutex);
   const EngineHost* h = find(id);
   if (h == nullptr) return -1;
+  const auto held = engine_lock(id);
   rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
   for (uint32_t qpn : h->engine().qp_numbers()) rte_tel_data_add_array_int(d, static_cast<int>(qpn));
   return 0;
@@ -126,6 +135,7 @@ int cmd_qp(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lock(g_mutex);
   const EngineHost* h = find(id);
   if (h == nullptr) return -1;
+  const auto held = engine_lock(id);
   engine::QpInfo info;
   if (h->engine().qp_info(static_cast<uint32_t>(qpn), &info) != 0) return -1;
   const engine::QpCounters& q = *h->engine().qp_counters(static_cast<uint32_t>(qpn));
@@ -148,7 +158,7 @@ int cmd_qp(const char*, const char* params, rte_tel_data* d) {
 
 }  // namespace
 
-int telemetry_publish(const EngineHost* host, std::string_view name) {
+int telemetry_publish(const EngineHost* host, std::string_view name, std::mutex* engine_mutex) {
   std::lock_guard lock(g_mutex);
   static bool registered = false;
   if (!registered) {
@@ -159,7 +169,7 @@ int telemetry_publish(const EngineHost* host, std::string_view name) {
                                "State and counters of a QP. Parameters: int engine_id, int qp_number");
     registered = true;
   }
-  g_entries.push_back({host, std::string(name)});
+  g_entries.push_back({host, std::string(name), engine_mutex});
   return static_cast<int>(g_entries.size() - 1);
 }
 

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tita/dpdk/telemetry.h"
+
 namespace tita::verbs {
 
 namespace {
@@ -109,6 +111,7 @@ void Device::shutdown() {
   if (d->thread_.joinable()) d->thread_.join();
   if (d->cfg_.log >= Config::Log::kInfo)
     for (const auto& [qpn, qp] : d->qps_) d->report_qp(qpn);
+  dpdk::telemetry_withdraw(d->telemetry_id_);
   d->host_.reset();
   // Closing a port may write to a peer that is gone (virtio-user to a vhost
   // process that exited first): the SIGPIPE that would kill the application
@@ -246,6 +249,8 @@ int Device::attach(Context* c) {
   engine::Engine& e = host_->engine();
   e.set_event_hook(&Device::on_event, this);
   for (const auto& [ip, m] : cfg_.neighbours) e.add_neighbour(ip, m.data());  // checked by the config
+  // Its counters for tita-exporter and tita-doctor, read under the device lock.
+  telemetry_id_ = dpdk::telemetry_publish(host_.get(), cfg_.device, &mu_);
   stop_ = false;
   next_link_check_ns_ = 0;
   thread_ = std::thread([this] { run(); });
@@ -260,6 +265,8 @@ void Device::detach(Context* c) {
   }
   stop_ = true;
   if (thread_.joinable()) thread_.join();
+  dpdk::telemetry_withdraw(telemetry_id_);
+  telemetry_id_ = -1;
   log(Config::Log::kInfo, "%s: progress: %lu steps by the application, %lu by the device thread (%lu with work), "
       "%lu sleeps (%.1f ms)", cfg_.device.c_str(), static_cast<unsigned long>(stats_.app_steps.load()),
       static_cast<unsigned long>(stats_.thread_steps), static_cast<unsigned long>(stats_.thread_busy_steps),

@@ -190,6 +190,7 @@ class Device {
   std::atomic<int> waiting_{0};          // application threads waiting for mu_
   std::atomic<uint64_t> app_step_ns_{0};  // when an application thread last made progress
   std::unique_ptr<dpdk::EngineHost> host_;
+  int telemetry_id_ = -1;  // host_ in rte_telemetry (/tita/engine,<id>)
   std::thread thread_;
   std::atomic<bool> stop_{false};
   bool link_was_up_ = false;

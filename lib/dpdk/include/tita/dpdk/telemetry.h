@@ -11,6 +11,7 @@
 // the counters: values are 64-bit aligned loads, at most a step behind.
 #pragma once
 
+#include <mutex>
 #include <string_view>
 
 namespace tita::dpdk {
@@ -18,8 +19,10 @@ namespace tita::dpdk {
 class EngineHost;
 
 // Publishes the host; returns its engine id. The host must outlive it or be
-// withdrawn first.
-int telemetry_publish(const EngineHost* host, std::string_view name);
+// withdrawn first (not while holding `lock`). With `lock`, every command holds
+// it while it reads the host: for hosts that other threads change (the verbs
+// device creates and destroys QPs under its lock).
+int telemetry_publish(const EngineHost* host, std::string_view name, std::mutex* lock = nullptr);
 void telemetry_withdraw(int id);
 
 }  // namespace tita::dpdk
