@@ -94,6 +94,34 @@ def main():
     check(r.returncode == 1 and first.get("question") == "loss" and "switch4" in first.get("where", "")
           and "fault_random" in first.get("what", ""),
           f"tita-doctor --from-sim names the lossy link: exit {r.returncode}, {first.get('where')}: {first.get('what')}")
+
+    # The matrix's faults that tita-sim can have, each named first (and HPCC
+    # with INT on: nothing wrong).
+    def sim_case(name, args):
+        d = os.path.join(work, name)
+        r = subprocess.run([sim, "--progress=0", "--qlen-interval=0s", "--metrics=20us", f"--out={d}"] + args,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return r.returncode, {}
+        r = subprocess.run([sys.executable, doctor, "diagnose", "--from-sim", os.path.join(d, "metrics.jsonl"),
+                            "--json"], capture_output=True, text=True, timeout=60)
+        found = json.loads(r.stdout)["findings"] if r.returncode in (0, 1) else []
+        problems = [f for f in found if f["problem"]]
+        return r.returncode, (problems[0] if problems else {})
+
+    star = ["--topo=star:n=5,rate=100Gbps,delay=1us", "--workload=incast:senders=4,receiver=0,bytes=1MB"]
+    rc, first = sim_case("hpcc", star + ["--cc=hpcc"])
+    check(rc == 0 and not first, f"tita-sim, HPCC with INT: exit {rc}, nothing wrong {first.get('what', '')}")
+    rc, first = sim_case("hpcc-int-off", star + ["--cc=hpcc", "--int-off=all"])
+    check(rc == 1 and first.get("question") == "configuration" and "hpcc reads INT" in first.get("what", ""),
+          f"tita-sim, HPCC with INT off at every switch: exit {rc}: {first.get('where')}: {first.get('what')}")
+    rc, first = sim_case("pfc-off", ["--topo=star:n=9,rate=100Gbps,delay=1us",
+                                     "--workload=incast:senders=8,receiver=0,bytes=2MB", "--cc=dcqcn",
+                                     "--ns3::TitaSwitchNode::LosslessPriorities=0",
+                                     "--ns3::TitaSwitchNode::BufferSize=1000000"])
+    check(rc == 1 and first.get("question") == "loss" and "switch0 port p0" in first.get("where", "")
+          and "lossless" in first.get("fix", ""),
+          f"tita-sim, PFC off (8-to-1, 1 MB buffer): exit {rc}: {first.get('where')}: {first.get('what')}")
     finish()
 
 
