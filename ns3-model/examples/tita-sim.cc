@@ -1048,6 +1048,7 @@ main(int argc, char* argv[])
         }
         for (auto [name, n] : {std::pair<const char*, uint64_t>{"parse_error", parse},
                                {"not_for_us", c.rx_not_for_us},
+                               {"wrong_source", c.rx_wrong_source},
                                {"unknown_qp", c.rx_unknown_qp},
                                {"bad_pkey", c.rx_bad_pkey},
                                {"qp_not_ready", c.rx_qp_not_ready},

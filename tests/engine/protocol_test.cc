@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "scripted_peer.h"
@@ -722,6 +723,112 @@ TEST_F(Protocol, BadFramesAreCountedAndDropped) {
 }
 
 // ---------------------------------------------------------------- verbs
+
+// ---------------------------------------------------------------- a hostile peer
+// What a peer that guesses, overflows, floods and replays gets: the NAK or the
+// silent drop IBA prescribes, nothing executed, and state that stays bounded.
+
+TEST_F(AccessViolation, EveryOtherKeyOfTheRegionIsRefused) {
+  // Keys are index << 8 | an 8-bit generation: a guesser who knows the index
+  // has 255 wrong generations to try, each NAKed with no byte written, and the
+  // first wrong one ends the QP (its peer must reconnect to guess again).
+  const uint32_t good = mr.rkey;
+  for (uint32_t g = 0; g < 256; ++g) {
+    const uint32_t key = (good & ~0xffu) | g;
+    if (key == good) continue;
+    make(Recovery::kGoBackN);
+    io.frames.clear();
+    taken = 0;
+    va = mr.addr;
+    dma_len = 16;
+    rkey = key;
+    expect_access_nak(Opcode::kWriteOnly, 16);
+    if (HasFailure()) return;
+  }
+}
+
+TEST_F(AccessViolation, RandomKeysAndLengthsThatOverflow) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    make(Recovery::kGoBackN);
+    io.frames.clear();
+    taken = 0;
+    va = mr.addr + rng() % mem.size();
+    dma_len = i % 2 ? 0xffffffffu : 64;  // a length that wraps the address arithmetic
+    rkey = i % 2 ? mr.rkey : (rng() | 1u << 31);
+    expect_access_nak(i % 4 == 1 ? Opcode::kReadRequest : Opcode::kWriteFirst, i % 4 == 1 ? 0 : 1024);
+    if (HasFailure()) return;
+  }
+}
+
+TEST_F(Protocol, AFrameFromAnotherAddressIsDroppedSilently) {
+  // The right QPN, PSN, rkey and address, from a source that is not the peer.
+  const std::vector<uint8_t> before = mem;
+  wire::FrameFields f = peer_fields(Opcode::kWriteOnly, kRqPsn);
+  f.src_gid = wire::Gid::from_ipv4(0x0a0000aa);
+  f.va = mr.addr;
+  f.rkey = mr.rkey;
+  f.dma_len = 8;
+  f.ack_req = true;
+  deliver(frame_of(f, std::vector<uint8_t>(8, 0x77)));
+  EXPECT_TRUE(sent().empty());
+  EXPECT_TRUE(mem == before);
+  EXPECT_EQ(eng->counters().rx_wrong_source, 1u);
+  // The peer's own frame still lands.
+  va = mr.addr;
+  dma_len = 8;
+  deliver(from_peer(Opcode::kWriteOnly, kRqPsn, 8));
+  EXPECT_EQ(mem[0], static_cast<uint8_t>(kRqPsn));
+}
+
+TEST_F(Protocol, PsnsFarAheadAndBehindExecuteNothing) {
+  va = mr.addr;
+  dma_len = 8;
+  const std::vector<uint8_t> before = mem;
+  // Ahead (within half the PSN space): one sequence NAK for the episode, however many arrive.
+  for (uint32_t k = 1; k <= 100; ++k) deliver(from_peer(Opcode::kWriteOnly, kRqPsn + 1000 * k, 8));
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x60);  // NAK: PSN sequence error
+  EXPECT_EQ(f[0].psn(), kRqPsn);
+  // Behind (a replay of what was never sent, or of long ago): duplicates,
+  // answered with an ACK of the last PSN, never executed.
+  for (uint32_t k = 1; k <= 100; ++k) deliver(from_peer(Opcode::kWriteOnly, (kRqPsn - 1000 * k) & wire::kPsnMask, 8));
+  for (const wire::Packet& p : sent()) EXPECT_EQ(p.aeth()->syndrome & 0x60, 0) << "a NAK for a duplicate";
+  EXPECT_TRUE(mem == before) << "a request outside the window executed";
+  EXPECT_EQ(eng->qp_counters(qpn)->duplicates_received, 100u);
+}
+
+TEST_F(Protocol, AReadFloodBeyondTheResponderResourcesIsRefused) {
+  // max_dest_rd_atomic 16 (the default): the 17th outstanding READ is an
+  // invalid request; what follows it is dropped (the QP is in error), so a
+  // flood of 1000 READs costs 16 response contexts and one NAK.
+  io.space = 0;  // no transmit room: the responses stay outstanding
+  va = mr.addr;
+  dma_len = 64;
+  for (uint32_t k = 0; k < 1000; ++k) deliver(from_peer(Opcode::kReadRequest, kRqPsn + k, 0));
+  io.space = 1024;
+  advance(1000);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 17u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(f[i].opcode(), static_cast<uint8_t>(Opcode::kReadResponseOnly));
+  EXPECT_EQ(f[16].aeth()->syndrome, wire::aeth::nak(wire::aeth::kNakInvalidRequest));
+  EXPECT_EQ(f[16].psn(), kRqPsn + 16);
+}
+
+TEST_F(Protocol, AnOutOfOrderFloodInSelectiveRepeatStaysWithinTheWindow) {
+  // Selective repeat keeps at most sr_window (256) PSNs ahead of the hole per
+  // QP, and at most ooo_slots (8192) frames engine-wide; a burst of 20000 SEND
+  // Middles ahead of a hole keeps no more than the window and is dropped beyond it.
+  make(Recovery::kSelectiveRepeat);
+  post_recv(0, 1 << 15, 1);
+  deliver(from_tita(from_peer(Opcode::kSendFirst, kRqPsn, 1024)));
+  for (uint32_t k = 2; k < 20002; ++k) deliver(from_tita(from_peer(Opcode::kSendMiddle, kRqPsn + k, 1024)));
+  const QpCounters& c = *eng->qp_counters(qpn);
+  EXPECT_LE(c.ooo_buffered, 256u);
+  EXPECT_GT(c.ooo_buffered, 0u);
+  EXPECT_TRUE(completions().empty());
+}
 
 TEST(Verbs, PostingChecksItsArguments) {
   Capture io;

@@ -853,6 +853,14 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
     ++counters.rx_dropped;
     return;
   }
+  // A connected QP takes frames from its peer only (rxe's check_addr): any
+  // other source is silently dropped, so a spoofer must also forge the peer's
+  // address, not just guess a QPN.
+  if (pkt.src_gid() != qp->attr.ah_attr.dgid) [[unlikely]] {
+    ++counters.rx_wrong_source;
+    ++counters.rx_dropped;
+    return;
+  }
   ++qp->counters.rx_packets;
   if (pkt.trailer_len != 0 && !qp->peer_tita) [[unlikely]] qp->peer_tita = true;
   const wire::OpcodeInfo& op = *pkt.op;

@@ -179,6 +179,7 @@ struct EngineCounters {
   uint64_t rx_dropped = 0;  // sum of the reasons below
   std::array<uint64_t, static_cast<size_t>(wire::ParseError::kCount)> rx_parse_errors{};
   uint64_t rx_not_for_us = 0;  // destination MAC or IP is not this engine's (or an unknown ARP)
+  uint64_t rx_wrong_source = 0;  // for a connected QP from another address than its peer's
   uint64_t rx_unknown_qp = 0;
   uint64_t rx_bad_pkey = 0;
   uint64_t rx_qp_not_ready = 0;  // for a QP in RESET/INIT/ERROR
