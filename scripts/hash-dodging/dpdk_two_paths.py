@@ -13,6 +13,8 @@ script asks S1 (rte_telemetry, /tita_switch/fault) to silently drop everything
 it routes to the link the transfer uses. Expected: the client's QP detects the
 stall, moves its dodge value once, S1 sends it down the other link, the
 server's ACKs follow, and the transfer completes with every byte intact.
+tita-doctor, reading before and after the fault, names S1's black-holed port
+first among the losses and the client's QP leaving its path.
 
 Placement: S1 and the server on core 1, S2 and the client on core 0; the
 tita-perf processes sleep when idle, the switches poll.
@@ -110,7 +112,8 @@ def run(build, work, seconds):
         # then black-hole the link it uses now.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            tx = {i: tel.query(f"/tita_switch/port,{i}")["tx_packets"] for i in (1, 2)}
+            # (None until the switch has registered its commands)
+            tx = {i: (tel.query(f"/tita_switch/port,{i}") or {}).get("tx_packets", 0) for i in (1, 2)}
             if sum(tx.values()) > 5000:
                 break
             time.sleep(0.1)
@@ -121,10 +124,22 @@ def run(build, work, seconds):
         used = max((1, 2), key=lambda i: ports[i]["tx_packets"] - first[i])
         result["before"] = {i: ports[i]["tx_packets"] for i in (1, 2)}
         result["faulted_port"] = used
+        # tita-doctor reads everything once now and again 2 s later: the fault
+        # and the QP's path change fall between its readings.
+        doctor = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "ops", "tita-doctor")
+        doc = subprocess.Popen([sys.executable, doctor, "diagnose", "--window", "2", "--json"]
+                               + [w for p in ("s1", "s2", "tx", "rx") for w in ("--prefix", f"{tag}-{p}")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.7)
         result["fault_mono_ns"] = time.monotonic_ns()
         result["fault_reply"] = tel.query(f"/tita_switch/fault,{used},drop_all")
         print(f"black hole on S1 port {used} ({ports[used]['name']}) while the transfer runs; "
               f"frames sent on ports 1, 2 so far: {result['before']}", flush=True)
+        out, _ = doc.communicate(timeout=60)
+        try:
+            result["doctor"] = json.loads(out)["findings"]
+        except ValueError:
+            result["doctor"] = []
         out, err = client.communicate(timeout=seconds + 120)
         with open(os.path.join(work, "client.err"), "w") as f:
             f.write(err)
@@ -195,6 +210,12 @@ def main():
     check(cl.get("path_changes") == 1, f"the client's QP changed path once (path_changes {cl.get('path_changes')})")
     check(sv.get("path_follows", 0) >= 1, f"the server's ACKs followed (path_follows {sv.get('path_follows')})")
     check(port_drops > 0, f"S1 dropped {port_drops} frames on the black-holed port {used}")
+    loss = [f for f in r.get("doctor", []) if f["question"] == "loss"]
+    moved = [f for f in loss if "path control moved" in f["what"]]
+    first = loss[0] if loss else {}
+    check("fault_port_drop" in first.get("what", "") and moved and "-tx" in moved[0]["where"],
+          f"tita-doctor: first loss {first.get('where')}: {first.get('what')}; path control seen: "
+          f"{moved[0]['where'] + ': ' + moved[0]['what'] if moved else 'no'}")
     check(other_tx > r["before"][other], f"S1 port {other} carried the transfer afterwards "
                                          f"({r['before'][other]} -> {other_tx} frames)")
     check(cl.get("timeouts", 0) == 0, f"no retransmission timeout (timeouts {cl.get('timeouts')})")
