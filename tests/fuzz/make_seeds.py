@@ -9,7 +9,7 @@ in the engine-tshark test): SENDs, WRITEs, READ requests and responses, ACKs,
 NAKs, CNPs. Each engine seed is a scenario in tita_fuzz's record format
 (tests/fuzz/tita_fuzz.cc): requests of our own posted, then real frames of one
 opcode delivered to both QPs with time passing; one seed replays the whole
-conversation's frames towards one side. Switch seeds put the same frames on
+conversation's frames towards one side; one is an ARP request and answer. Switch seeds put the same frames on
 every port, with a PFC pause and resume and an 802.1Q-tagged copy. The
 configuration and parameter seeds are the documents tita's own tests and
 templates use.
@@ -92,6 +92,16 @@ def main():
             body += frame_rec(0, f, mr=i) + frame_rec(1, f, mr=i + 1) + time_rec(5)
         seeds["engine"][f"opcode-{op:02x}"] = body
         seeds["engine"][f"opcode-{op:02x}-raw"] = ours + frame_rec(0, fs[0], raw=True)
+    # ARP for our address (10.0.0.1) and an answer from the peer (10.0.0.153), as
+    # the engine's neighbour table takes them (delivered raw: ARP is not RoCE).
+    def arp(op, sha, spa, tha, tpa, dst):
+        return (dst + sha + b"\x08\x06" + struct.pack(">HHBBH", 1, 0x0800, 6, 4, op) + sha + spa + tha + tpa
+                + b"\0" * 18)
+    peer_mac, our_mac = bytes.fromhex("020000000099"), bytes.fromhex("020000000001")
+    peer_ip, our_ip = bytes([10, 0, 0, 153]), bytes([10, 0, 0, 1])
+    seeds["engine"]["arp"] = (frame_rec(0, arp(1, peer_mac, peer_ip, b"\0" * 6, our_ip, b"\xff" * 6), raw=True)
+                              + frame_rec(0, arp(2, peer_mac, peer_ip, our_mac, our_ip, our_mac), raw=True)
+                              + time_rec(5))
     conv = ours
     for i, f in enumerate(frames[:60]):
         conv += frame_rec(i & 1, f, mr=i % 5)
