@@ -267,7 +267,8 @@ class Perf {
       a.path_mtu = o_.mtu;
       a.dest_qp_num = c.peer_qpn;
       a.rq_psn = psns[i].get<uint32_t>() & wire::kPsnMask;
-      a.sq_psn = c.psn;
+      // bad-psn: start from another PSN than the one told to the peer.
+      a.sq_psn = o_.fault == "bad-psn" ? (c.psn + 0x1000) & wire::kPsnMask : c.psn;
       a.ah_attr.dgid = wire::Gid::from_ipv4(ip);
       std::memcpy(a.ah_attr.dmac, mac, 6);
       a.ah_attr.traffic_class = static_cast<uint8_t>(o_.dscp << 2);
@@ -773,8 +774,9 @@ int main(int argc, char** argv) {
   app.add_option("--linger", o.linger_s, "after a failed work request, keep the engine and its telemetry up this "
                  "many seconds (for tita-doctor)")->check(CLI::Range(0.0, 3600.0));
   app.add_option("--inject-fault", o.fault, "an application fault, for tita-doctor's tests: no-recv (server: post "
-                 "no receives), bad-rkey (client: use a key the server never gave)")
-      ->check(CLI::IsMember({"no-recv", "bad-rkey"}));
+                 "no receives), bad-rkey (client: use a key the server never gave), bad-psn (start from another PSN "
+                 "than the one told to the peer)")
+      ->check(CLI::IsMember({"no-recv", "bad-rkey", "bad-psn"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

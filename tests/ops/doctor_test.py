@@ -170,6 +170,9 @@ CASES = {
                    {"question": "connection", "what": "remote access error"}),
     "receiver-not-ready": (dict(switch_cfg=GOOD, test="send", receiver=["--inject-fault", "no-recv"]),
                            {"question": "connection", "where": "demo-rx", "what": "no receive posted"}),
+    "psn-mismatch": (dict(switch_cfg=GOOD, sender=lambda i: ["--inject-fault", "bad-psn", "--timeout", "4"]
+                          if i == 0 else []),
+                     {"question": "connection", "where": "demo-tx0", "what": "disagree on the PSN"}),
     "cpu-starved-sender": (dict(switch_cfg=GOOD, during=starve_sender),
                            {"question": "performance", "where": "demo-tx0", "what": "ran late"}),
 }
