@@ -171,10 +171,13 @@ bool EngineHost::on_pfc(uint64_t now_ns, const rte_mbuf* m) {
         ++counters_.rx_pfc_pauses;
       }
     }
-    any_paused_ = std::any_of(std::begin(paused_until_), std::end(paused_until_),
-                              [&](uint64_t t) { return t > now_ns; });
+    any_paused_ = still_paused(now_ns);
   }
   return true;  // MAC control frames are the link's, never the engine's
+}
+
+bool EngineHost::still_paused(uint64_t now_ns) const {
+  return std::any_of(std::begin(paused_until_), std::end(paused_until_), [&](uint64_t t) { return t > now_ns; });
 }
 
 bool EngineHost::paused(const rte_mbuf* m) const {
@@ -190,19 +193,19 @@ bool EngineHost::paused(const rte_mbuf* m) const {
 
 void EngineHost::flush() {
   if (pending_.empty()) return;
-  if (any_paused_) {
-    any_paused_ = std::any_of(std::begin(paused_until_), std::end(paused_until_),
-                              [&](uint64_t t) { return t > now_ns_; });
-  }
+  if (any_paused_) any_paused_ = still_paused(now_ns_);
   if (any_paused_) [[unlikely]] {
-    // Frames of a paused priority wait, in order; the others go now.
-    std::vector<rte_mbuf*> go, wait;
-    for (rte_mbuf* m : pending_) (paused(m) ? wait : go).push_back(m);
-    if (!wait.empty()) ++counters_.pfc_held;
-    const uint16_t sent = go.empty() ? 0 : port_.tx(queue_, go.data(), static_cast<uint16_t>(go.size()));
+    // Frames of a paused priority wait, in order; the others go now. (Both
+    // lists keep their capacity: nothing is allocated once they have grown.)
+    pfc_go_.clear();
+    pfc_wait_.clear();
+    for (rte_mbuf* m : pending_) (paused(m) ? pfc_wait_ : pfc_go_).push_back(m);
+    if (!pfc_wait_.empty()) ++counters_.pfc_held;
+    const uint16_t sent =
+        pfc_go_.empty() ? 0 : port_.tx(queue_, pfc_go_.data(), static_cast<uint16_t>(pfc_go_.size()));
     // Unsent frames of either kind keep their order within their priority.
-    wait.insert(wait.begin(), go.begin() + sent, go.end());
-    pending_ = std::move(wait);
+    pending_.assign(pfc_go_.begin() + sent, pfc_go_.end());
+    pending_.insert(pending_.end(), pfc_wait_.begin(), pfc_wait_.end());
     return;
   }
   const uint16_t n = static_cast<uint16_t>(std::min<size_t>(pending_.size(), UINT16_MAX));

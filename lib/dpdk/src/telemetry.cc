@@ -51,6 +51,13 @@ std::unique_lock<std::mutex> engine_lock(long id) {
 
 void u64(rte_tel_data* d, const char* name, uint64_t v) { rte_tel_data_add_dict_u64(d, name, v); }
 
+// A GID as its IPv4 address ("" for an IPv6 one).
+void add_ip(rte_tel_data* d, const char* name, const wire::Gid& g) {
+  char ip[INET_ADDRSTRLEN] = "";
+  if (g.is_ipv4()) inet_ntop(AF_INET, g.ipv4_bytes(), ip, sizeof ip);
+  rte_tel_data_add_dict_string(d, name, ip);
+}
+
 int cmd_engines(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lock(g_mutex);
   rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
@@ -72,10 +79,7 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", g_entries[static_cast<size_t>(id)].name.c_str());
   u64(d, "qps", h->engine().qp_numbers().size());
-  const wire::Gid& gid = h->engine().config().gid;
-  char ip[INET_ADDRSTRLEN] = "";
-  if (gid.is_ipv4()) inet_ntop(AF_INET, gid.ipv4_bytes(), ip, sizeof ip);
-  rte_tel_data_add_dict_string(d, "ip", ip);
+  add_ip(d, "ip", h->engine().config().gid);
   // What the engine assumes, and what the port says (tita-doctor precheck --live).
   u64(d, "line_rate_bps", h->engine().config().line_rate_bps);
   u64(d, "base_rtt_ns", h->engine().config().base_rtt_ns);
@@ -147,10 +151,7 @@ int cmd_qp(const char*, const char* params, rte_tel_data* d) {
   if (h->engine().query_qp(static_cast<uint32_t>(qpn), &attr) == 0) {
     u64(d, "path_mtu", attr.path_mtu);
     u64(d, "dscp", attr.ah_attr.traffic_class >> 2);
-    const wire::Gid& g = attr.ah_attr.dgid;
-    char ip[INET_ADDRSTRLEN] = "";
-    if (g.is_ipv4()) inet_ntop(AF_INET, g.ipv4_bytes(), ip, sizeof ip);
-    rte_tel_data_add_dict_string(d, "dest_ip", ip);
+    add_ip(d, "dest_ip", attr.ah_attr.dgid);
     u64(d, "dest_qpn", attr.dest_qp_num);
   }
   engine::for_each_qp_value(info, q, [&](const char* k, uint64_t v) { u64(d, k, v); });

@@ -124,6 +124,7 @@ class EngineHost final : public engine::PacketIo {
   void deliver(uint64_t now_ns, rte_mbuf* m);
   bool on_pfc(uint64_t now_ns, const rte_mbuf* m);  // true: m was a PFC frame (consumed)
   bool paused(const rte_mbuf* m) const;
+  bool still_paused(uint64_t now_ns) const;  // any priority paused beyond now
 
   Port& port_;
   uint16_t queue_;
@@ -140,6 +141,7 @@ class EngineHost final : public engine::PacketIo {
   uint64_t last_poll_tsc_ = 0;      // and when that was, in TSC cycles
   uint64_t paused_until_[8] = {};   // PFC: per priority
   bool any_paused_ = false;
+  std::vector<rte_mbuf*> pfc_go_, pfc_wait_;  // flush()'s partition while paused
 };
 
 }  // namespace tita::dpdk
