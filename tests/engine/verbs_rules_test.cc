@@ -464,6 +464,14 @@ TEST_F(Rules, LostAtomicAckIsAskedAgainNotExecutedAgain) {
   EXPECT_EQ(word(64), 77u);
 }
 
+TEST_F(Rules, EmptyInlineSendOnAQpWithoutInlineRoom) {
+  // Found by the api fuzzer (tests/fuzz/seeds/api/regress-inline-empty-no-slot):
+  // a zero-byte inline SEND fits a QP with no inline room, which has no slot to
+  // copy into: nothing is copied (it was memcpy to a null slot, UB).
+  EXPECT_EQ(post(WrOpcode::kSend, 0, 0, kSendSignaled | kSendInline), 0);
+  EXPECT_EQ(post(WrOpcode::kSend, 0, 1, kSendSignaled | kSendInline), -EINVAL);
+}
+
 TEST_F(Rules, InlineDataIsCopiedAtPostTime) {
   // A QP with inline room.
   uint32_t q2;

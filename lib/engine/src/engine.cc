@@ -666,6 +666,7 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
       // The bytes are the WR's from now on: the application may reuse its buffers.
       uint8_t* p = qp->inline_slot(qp->sq_tail);
       for (int i = 0; i < wr->num_sge; ++i) {
+        if (wr->sg_list[i].length == 0) continue;  // a QP without inline room has no slot (p is null)
         std::memcpy(p, reinterpret_cast<const void*>(static_cast<uintptr_t>(wr->sg_list[i].addr)),
                     wr->sg_list[i].length);
         p += wr->sg_list[i].length;
