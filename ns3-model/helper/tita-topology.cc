@@ -68,25 +68,48 @@ TitaTopology::ReadHpcc(const std::string& path, TitaTopology* out, std::string* 
         *err = "cannot open " + path;
         return false;
     }
-    uint32_t nodes = 0;
-    uint32_t switches = 0;
-    uint32_t links = 0;
-    if (!(in >> nodes >> switches >> links) || switches > nodes || nodes > kMaxNodes || links > kMaxNodes)
-    {
-        *err = path + ": first line must be `nodes switches links` (at most " + std::to_string(kMaxNodes) +
-               " nodes and links)";
+    return ReadHpcc(in, path, out, err);
+}
+
+bool
+TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* out, std::string* err)
+{
+    TitaLineReader lines(in, name);
+    std::vector<std::string> w;
+    auto fail = [&](const std::string& msg) {
+        *err = lines.At() + msg;
         return false;
+    };
+    uint64_t nodes = 0;
+    uint64_t switches = 0;
+    uint64_t links = 0;
+    std::string why;
+    if (!lines.Next(&w) || w.size() != 3 || !TitaParseCount(w[0], &nodes, &why) ||
+        !TitaParseCount(w[1], &switches, &why) || !TitaParseCount(w[2], &links, &why))
+    {
+        return fail("the first line must be `nodes switches links`");
+    }
+    if (switches > nodes || nodes > kMaxNodes || links > kMaxNodes)
+    {
+        return fail("at most " + std::to_string(kMaxNodes) + " nodes and links, and no more switches than nodes");
     }
     std::vector<bool> isSwitch(nodes, false);
-    for (uint32_t i = 0; i < switches; ++i)
+    if (switches > 0)
     {
-        uint32_t id;
-        if (!(in >> id) || id >= nodes)
+        if (!lines.Next(&w) || w.size() != switches)
         {
-            *err = path + ": bad switch id on line 2";
-            return false;
+            return fail("the second line must list the " + std::to_string(switches) + " switch ids");
         }
-        isSwitch[id] = true;
+        for (const std::string& id : w)
+        {
+            uint64_t v = 0;
+            if (!TitaParseCount(id, &v, &why) || v >= nodes || isSwitch[v])
+            {
+                return fail("switch id '" + id + "' is not a node id (0 to " + std::to_string(nodes - 1) +
+                            ") listed once");
+            }
+            isSwitch[v] = true;
+        }
     }
     TitaTopology t;
     for (uint32_t i = 0; i < nodes; ++i)
@@ -100,32 +123,42 @@ TitaTopology::ReadHpcc(const std::string& path, TitaTopology* out, std::string* 
             t.AddHost("host" + std::to_string(i));
         }
     }
-    for (uint32_t i = 0; i < links; ++i)
+    for (uint64_t i = 0; i < links; ++i)
     {
-        uint32_t a;
-        uint32_t b;
-        std::string rate;
-        std::string delay;
-        double errorRate = 0;
-        if (!(in >> a >> b >> rate >> delay >> errorRate) || a >= nodes || b >= nodes)
+        if (!lines.Next(&w) || w.size() != 5)
         {
-            *err = path + ": bad link " + std::to_string(i) + " (want `src dst rate delay error_rate`)";
-            return false;
+            return fail("link " + std::to_string(i) + " of " + std::to_string(links) +
+                        ": want `src dst rate delay error_rate`");
         }
+        uint64_t a = 0;
+        uint64_t b = 0;
         uint64_t bps = 0;
-        Time delayTime;
-        std::string why;
-        if (!TitaParseRate(rate, &bps, &why) || !TitaParseTime(delay, "ns", &delayTime, &why))
+        Time delay;
+        double errorRate = 0;
+        if (!TitaParseCount(w[0], &a, &why) || !TitaParseCount(w[1], &b, &why) || a >= nodes || b >= nodes ||
+            a == b)
         {
-            *err = path + ": link " + std::to_string(i) + ": " + why;
-            return false;
+            return fail("link endpoints '" + w[0] + " " + w[1] + "' must be two node ids below " +
+                        std::to_string(nodes));
+        }
+        if (!TitaParseRate(w[2], &bps, &why) || !TitaParseTime(w[3], "ns", &delay, &why) ||
+            !TitaParseReal(w[4], &errorRate, &why))
+        {
+            return fail(why);
         }
         if (bps == 0 || errorRate < 0 || errorRate > 1)
         {
-            *err = path + ": link " + std::to_string(i) + ": rate must be above 0 and error_rate in [0, 1]";
-            return false;
+            return fail("rate must be above 0 and error_rate in [0, 1]");
         }
-        t.AddLink(a, b, bps, static_cast<uint64_t>(delayTime.GetNanoSeconds()), errorRate);
+        t.AddLink(static_cast<uint32_t>(a),
+                  static_cast<uint32_t>(b),
+                  bps,
+                  static_cast<uint64_t>(delay.GetNanoSeconds()),
+                  errorRate);
+    }
+    if (lines.Next(&w))
+    {
+        return fail("more lines than the " + std::to_string(links) + " links the first line announces");
     }
     // Tiers from the distance to the nearest host: ToR 1, aggregation 2, core 3.
     std::vector<int32_t> dist(nodes, -1);

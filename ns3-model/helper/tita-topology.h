@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,10 @@ class TitaTopology
     /// The HPCC simulator's format: `nodes switches links`, the switch ids, then
     /// `src dst rate delay error_rate` per link (rate an ns-3 DataRate such as 100Gbps,
     /// or bits per second; delay an ns-3 Time such as 1000ns or 0.001ms, or ns).
-    /// Returns false with a message naming the link.
+    /// Returns false with a one-line message naming the file's line ("topo:12: ...").
     static bool ReadHpcc(const std::string& path, TitaTopology* out, std::string* err);
+    /// The same from a stream; `name` is what messages call it.
+    static bool ReadHpcc(std::istream& in, const std::string& name, TitaTopology* out, std::string* err);
 
     /// A 3-level Clos: hosts under ToRs (a Block per ToR), ToRs and aggregation
     /// switches fully meshed within a Pod, aggregation switch j of every pod joined

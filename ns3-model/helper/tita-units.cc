@@ -6,6 +6,7 @@
 
 #include <array>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 #include <string_view>
@@ -41,8 +42,27 @@ SplitNumber(std::string_view s, double* v, std::string_view* unit)
     return true;
 }
 
-// The units ns-3's Time(std::string) knows; anything else it aborts on.
-constexpr std::array<std::string_view, 10> kTimeUnits{"s", "ms", "us", "ns", "ps", "fs", "min", "h", "d", "y"};
+// The units ns-3's Time(std::string) knows (anything else it aborts on), in seconds.
+struct TimeUnit
+{
+    std::string_view name;
+    double seconds;
+};
+
+constexpr std::array<TimeUnit, 10> kTimeUnits{{{"s", 1},
+                                               {"ms", 1e-3},
+                                               {"us", 1e-6},
+                                               {"ns", 1e-9},
+                                               {"ps", 1e-12},
+                                               {"fs", 1e-15},
+                                               {"min", 60},
+                                               {"h", 3600},
+                                               {"d", 86400},
+                                               {"y", 365 * 86400.0}}};
+
+// Times above this are refused: Time holds a 64-bit count of its resolution
+// (tita-sim's is 1 ps: 106 days), and no simulation runs that long.
+constexpr double kMaxSeconds = 1e6;
 
 bool
 Fail(std::string* err, const std::string& msg)
@@ -70,14 +90,27 @@ TitaParseRate(const std::string& text, uint64_t* bps, std::string* err)
         return true;
     }
     // ns-3's parser: a number and one of its units (bps, b/s, Kbps, Kib/s, MB/s ...).
-    std::istringstream in(text);
+    // It converts the product to an integer unchecked, so the range is checked
+    // first from the number and the unit's own size.
+    auto parse = [](const std::string& s, DataRate* rate) {
+        std::istringstream in(s);
+        std::string rest;
+        return s.find_first_of(" \t") == std::string::npos && (in >> *rate) && !(in >> rest);
+    };
+    std::string_view unit;
     DataRate rate;
-    std::string rest;
-    if (text.find_first_of(" \t") != std::string::npos || !(in >> rate) || (in >> rest))
+    DataRate unitRate;
+    if (!SplitNumber(text, &v, &unit) || unit.empty() || std::isalpha(static_cast<unsigned char>(unit[0])) == 0 ||
+        !parse("1" + std::string(unit), &unitRate) ||
+        !parse(text, &rate))
     {
         return Fail(err,
                     "rate '" + text + "': expected a number of bits per second or an ns-3 DataRate such as "
                     "100Gbps, 40Mb/s, 1GB/s");
+    }
+    if (v < 0 || v * static_cast<double>(unitRate.GetBitRate()) > 1e15)
+    {
+        return Fail(err, "rate '" + text + "' is out of range");
     }
     *bps = rate.GetBitRate();
     return true;
@@ -101,16 +134,20 @@ TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t, std
     {
         unit = bareUnit;
     }
-    bool known = false;
-    for (std::string_view u : kTimeUnits)
+    const TimeUnit* known = nullptr;
+    for (const TimeUnit& u : kTimeUnits)
     {
-        known |= u == unit;
+        known = u.name == unit ? &u : known;
     }
-    if (!known)
+    if (known == nullptr)
     {
         return Fail(err,
                     "time '" + text + "': unknown unit '" + std::string(unit) +
                         "' (known: s ms us ns ps fs min h d y)");
+    }
+    if (v * known->seconds > kMaxSeconds)
+    {
+        return Fail(err, "time '" + text + "' is out of range (at most 1e6 s)");
     }
     *t = Time(withUnit);
     return true;
@@ -232,6 +269,36 @@ TitaCcParams(const std::string& algorithm,
         out->push_back(item);
     }
     return true;
+}
+
+TitaLineReader::TitaLineReader(std::istream& in, std::string name)
+    : m_in(in),
+      m_name(std::move(name))
+{
+}
+
+bool
+TitaLineReader::Next(std::vector<std::string>* words)
+{
+    words->clear();
+    while (words->empty() && std::getline(m_in, m_line))
+    {
+        ++m_number;
+        std::istringstream line(m_line);
+        std::string w;
+        while (line >> w)
+        {
+            words->push_back(w);
+        }
+    }
+    m_end = words->empty();
+    return !m_end;
+}
+
+std::string
+TitaLineReader::At() const
+{
+    return m_end ? m_name + ": at the end: " : m_name + ":" + std::to_string(m_number) + ": ";
 }
 
 } // namespace ns3

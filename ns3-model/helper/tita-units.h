@@ -8,6 +8,7 @@
 #include "ns3/nstime.h"
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,27 @@ bool TitaCcParams(const std::string& algorithm,
                   const std::string& params,
                   std::vector<std::string>* out,
                   std::string* err);
+
+/**
+ * \ingroup tita
+ * The lines of a text input (a topology, flow or CDF file) split into words, for
+ * readers whose messages name the line: "websearch.cdf:12: ...".
+ */
+class TitaLineReader
+{
+  public:
+    TitaLineReader(std::istream& in, std::string name);
+    /// The next line that is not blank, split at white space; false at the end.
+    bool Next(std::vector<std::string>* words);
+    /// "name:N: " for the line Next() returned last ("name: at the end: " after it).
+    std::string At() const;
+
+  private:
+    std::istream& m_in;
+    std::string m_name;
+    std::string m_line;
+    uint64_t m_number = 0;
+    bool m_end = false;
+};
 
 } // namespace ns3

@@ -14,69 +14,6 @@ namespace ns3
 
 NS_LOG_COMPONENT_DEFINE("TitaWorkload");
 
-// ---------------------------------------------------------------- CDF
-
-bool
-TitaFlowSizeCdf::Load(const std::string& path, std::string* err)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        *err = "cannot open " + path;
-        return false;
-    }
-    m_size.clear();
-    m_cdf.clear();
-    double size;
-    double pct;
-    while (in >> size >> pct)
-    {
-        if (!m_cdf.empty() && (pct < m_cdf.back() * 100 || size < m_size.back()))
-        {
-            *err = path + ": sizes and percentages must not decrease";
-            return false;
-        }
-        m_size.push_back(size);
-        m_cdf.push_back(pct / 100.0);
-    }
-    if (m_size.size() < 2 || std::abs(m_cdf.back() - 1.0) > 1e-9)
-    {
-        *err = path + ": need at least two points, the last at 100";
-        return false;
-    }
-    return true;
-}
-
-uint64_t
-TitaFlowSizeCdf::Sample(double u) const
-{
-    const auto it = std::upper_bound(m_cdf.begin(), m_cdf.end(), u);
-    if (it == m_cdf.begin())
-    {
-        return static_cast<uint64_t>(m_size.front());
-    }
-    if (it == m_cdf.end())
-    {
-        return static_cast<uint64_t>(m_size.back());
-    }
-    const std::size_t i = static_cast<std::size_t>(it - m_cdf.begin());
-    const double c0 = m_cdf[i - 1];
-    const double c1 = m_cdf[i];
-    const double s = m_size[i - 1] + (m_size[i] - m_size[i - 1]) * (u - c0) / (c1 - c0);
-    return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s)));
-}
-
-double
-TitaFlowSizeCdf::MeanBytes() const
-{
-    double mean = 0;
-    for (std::size_t i = 1; i < m_size.size(); ++i)
-    {
-        mean += (m_size[i] + m_size[i - 1]) / 2 * (m_cdf[i] - m_cdf[i - 1]);
-    }
-    return mean;
-}
-
 // ---------------------------------------------------------------- flows
 
 std::vector<TitaFlowSpec>
@@ -118,54 +55,6 @@ TitaWorkload::Poisson(const TitaFlowSizeCdf& cdf,
         return a.start < b.start;
     });
     return flows;
-}
-
-bool
-TitaWorkload::ReadHpccFlows(const std::string& path,
-                            const std::function<int32_t(uint32_t)>& hostOfNode,
-                            std::vector<TitaFlowSpec>* out,
-                            std::string* err)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        *err = "cannot open " + path;
-        return false;
-    }
-    uint64_t n = 0;
-    if (!(in >> n))
-    {
-        *err = path + ": first line must be the number of flows";
-        return false;
-    }
-    out->clear();
-    for (uint64_t i = 0; i < n; ++i)
-    {
-        uint32_t src;
-        uint32_t dst;
-        uint32_t pg;
-        uint32_t dport;
-        uint64_t size;
-        double start;
-        if (!(in >> src >> dst >> pg >> dport >> size >> start))
-        {
-            *err = path + ": bad flow " + std::to_string(i) +
-                   " (want `src dst priority dport size_bytes start_seconds`)";
-            return false;
-        }
-        const int32_t s = hostOfNode(src);
-        const int32_t d = hostOfNode(dst);
-        if (s < 0 || d < 0 || s == d)
-        {
-            *err = path + ": flow " + std::to_string(i) + ": src and dst must be two different hosts";
-            return false;
-        }
-        out->push_back({static_cast<uint32_t>(s), static_cast<uint32_t>(d), size, Seconds(start)});
-    }
-    std::stable_sort(out->begin(), out->end(), [](const TitaFlowSpec& a, const TitaFlowSpec& b) {
-        return a.start < b.start;
-    });
-    return true;
 }
 
 std::vector<TitaFlowSpec>

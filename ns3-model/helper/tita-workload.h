@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <istream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,7 +25,10 @@ namespace ns3
 class TitaFlowSizeCdf
 {
   public:
+    /// False with a one-line message naming the file's line.
     bool Load(const std::string& path, std::string* err);
+    /// The same from a stream; `name` is what messages call it.
+    bool Read(std::istream& in, const std::string& name, std::string* err);
     /// The size at cumulative probability u in [0, 1).
     uint64_t Sample(double u) const;
     /// Mean of the interpolated distribution.
@@ -65,8 +69,14 @@ class TitaWorkload
 
     /// The HPCC simulator's flow file: the number of flows, then
     /// `src dst priority dport size_bytes start_seconds` per line. Host ids are
-    /// topology node ids (translated with hostOfNode).
+    /// topology node ids (translated with hostOfNode). False with a one-line
+    /// message naming the file's line.
     static bool ReadHpccFlows(const std::string& path,
+                              const std::function<int32_t(uint32_t)>& hostOfNode,
+                              std::vector<TitaFlowSpec>* out,
+                              std::string* err);
+    static bool ReadHpccFlows(std::istream& in,
+                              const std::string& name,
                               const std::function<int32_t(uint32_t)>& hostOfNode,
                               std::vector<TitaFlowSpec>* out,
                               std::string* err);

@@ -549,6 +549,103 @@ class TitaIdealFctTestCase : public TestCase
     }
 };
 
+/**
+ * tita-sim's readers of topology, flow and CDF files: good files load, bad ones
+ * are refused with one line naming the file's line and what is wrong (the
+ * cases the fuzzer, tests/fuzz/sim_fuzz.cc, found or could find).
+ */
+class TitaFileReadersTestCase : public TestCase
+{
+  public:
+    TitaFileReadersTestCase()
+        : TestCase("topology, flow and CDF files: bad ones refused with a message naming the line")
+    {
+    }
+
+  private:
+    static std::string Topology(const std::string& text)
+    {
+        std::istringstream in(text);
+        TitaTopology t;
+        std::string err;
+        return TitaTopology::ReadHpcc(in, "t.topo", &t, &err) ? "ok " + t.Describe() : err;
+    }
+
+    static std::string Flows(const std::string& text)
+    {
+        std::istringstream in(text);
+        std::vector<TitaFlowSpec> flows;
+        std::string err;
+        auto host = [](uint32_t node) { return node < 4 ? static_cast<int32_t>(node) : -1; };
+        return TitaWorkload::ReadHpccFlows(in, "f.txt", host, &flows, &err) ? "ok " + std::to_string(flows.size())
+                                                                             : err;
+    }
+
+    static std::string Cdf(const std::string& text)
+    {
+        std::istringstream in(text);
+        TitaFlowSizeCdf cdf;
+        std::string err;
+        return cdf.Read(in, "s.cdf", &err) ? "ok" : err;
+    }
+
+    void Expect(const std::string& got, const std::string& prefix, const std::string& what)
+    {
+        NS_TEST_EXPECT_MSG_EQ(got.substr(0, prefix.size()), prefix, what << ": got '" << got << "'");
+        NS_TEST_EXPECT_MSG_EQ(got.find('\n'), std::string::npos, what << ": one line");
+    }
+
+    void DoRun() override
+    {
+        const std::string good = "4 2 3\n2 3\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1us 0.001\n\n2 3 400Gbps 0.001ms 0\n";
+        Expect(Topology(good), "ok 2 hosts, 2 switches, 3 links", "a good topology (blank lines allowed)");
+        Expect(Topology("4 2 3\n2 3\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1us 0.001\n"),
+               "t.topo: at the end: link 2 of 3",
+               "a missing link");
+        Expect(Topology(good + "0 1 1Gbps 1us 0\n"), "t.topo:7: more lines than the 3 links", "an extra link");
+        Expect(Topology("4 2 1\n2 2\n0 2 1Gbps 1us 0\n"), "t.topo:2: switch id '2' is not a node id", "a switch twice");
+        Expect(Topology("4 2 1\n2 3\n0 2 1Gbps 1us 0 extra\n"), "t.topo:3: link 0 of 1", "a sixth field");
+        Expect(Topology("4 2 1\n2 3\n0 0 1Gbps 1us 0\n"), "t.topo:3: link endpoints '0 0'", "a loop");
+        Expect(Topology("4 2 1\n2 3\n0 2 1e300Gbps 1us 0\n"), "t.topo:3: rate '1e300Gbps'", "an overflowing rate");
+        Expect(Topology("4 2 1\n2 3\n0 2 100000000.0.0000001Tbps 1us 0\n"),
+               "t.topo:3: rate '100000000.0.0000001Tbps'",
+               "a number ns-3 would read differently");
+        Expect(Topology("4 2 1\n2 3\n0 2 1Gbps 1e30s 0\n"), "t.topo:3: time '1e30s' is out of range", "a huge delay");
+        Expect(Topology("4 2 1\n2 3\n0 2 1Gbps 1us nan\n"), "t.topo:3: 'nan' is not a number", "a NaN error rate");
+        Expect(Topology("-4 2 1\n"), "t.topo:1: the first line must be", "a negative count");
+        Expect(Topology("2000000 0 0\n"), "t.topo:1: at most 1000000 nodes", "too many nodes");
+
+        Expect(Flows("2\n0 1 3 100 1000 0.5\n1 0 3 100 5 0\n"), "ok 2", "a good flow list");
+        Expect(Flows("2\n0 1 3 100 1000 0.5\n"), "f.txt: at the end: flow 1 of 2", "a missing flow");
+        Expect(Flows("1\n0 1 3 100 1000 0.5\n1 0 3 100 5 0\n"), "f.txt:3: more lines than the 1 flows", "an extra flow");
+        Expect(Flows("1\n0 1 3 100 1000 -1\n"), "f.txt:2: priority 0 to 7", "a start before time 0");
+        Expect(Flows("1\n0 1 3 100 0 1\n"), "f.txt:2: priority 0 to 7", "an empty flow");
+        Expect(Flows("1\n0 9 3 100 10 1\n"), "f.txt:2: src and dst must be two different hosts", "a switch as dst");
+        Expect(Flows("1\n0 1 3 100 10 1e400\n"), "f.txt:2: '1e400' is not a number", "an infinite start");
+        Expect(Flows("99999999999\n"), "f.txt:1: the first line must be the number of flows", "a huge count");
+
+        Expect(Cdf("0 0\n1000 50\n\n5000 100\n"), "ok", "a good CDF");
+        Expect(Cdf("0 0\n1000 50\n500 100\n"), "s.cdf:3: sizes and percentages must not decrease", "a smaller size");
+        Expect(Cdf("0 0\n1000 50\nfoo 100\n"), "s.cdf:3: want `size_bytes cumulative_percent`", "text");
+        Expect(Cdf("-5 0\n1000 100\n"), "s.cdf:1: size must be 0 to 1e15 bytes", "a negative size");
+        Expect(Cdf("0 0\n1000 150\n"), "s.cdf:2: size must be 0 to 1e15 bytes and the percentage", "above 100 %");
+        Expect(Cdf("0 0\n1000 50\n"), "s.cdf: at the end: need at least two points, the last at 100", "short of 100 %");
+        Expect(Cdf("0 0\n0 100\n1 100\n"), "s.cdf: at the end: the mean flow size is below 1 byte", "a zero mean");
+        std::string err;
+        TitaFlowSizeCdf atZero; // found by the fuzzer: 89 % of the mass at size 0
+        std::istringstream zero("0 89\n100000000 100\n");
+        NS_TEST_ASSERT_MSG_EQ(atZero.Read(zero, "z.cdf", &err), true, err);
+        NS_TEST_EXPECT_MSG_EQ(atZero.Sample(0.5), 1u, "a flow has at least one byte");
+        TitaFlowSizeCdf real;
+        NS_TEST_EXPECT_MSG_EQ(real.Load(TITA_DATA_DIR "/workloads/websearch.cdf", &err), true, err);
+        TitaTopology topo;
+        NS_TEST_EXPECT_MSG_EQ(TitaTopology::ReadHpcc(TITA_DATA_DIR "/workloads/fat_tree_320.topo", &topo, &err),
+                              true,
+                              err);
+        NS_TEST_EXPECT_MSG_EQ(topo.Hosts().size(), 320u, "fat_tree_320's hosts");
+    }
+};
+
 /** ClearRoutes empties a switch's table: frames find no route and are counted. */
 class TitaClearRoutesTestCase : public TestCase
 {
@@ -1079,6 +1176,7 @@ class TitaNs3TestSuite : public TestSuite
         AddTestCase(new TitaAckPriorityTestCase, TestCase::QUICK);
         AddTestCase(new TitaClearRoutesTestCase, TestCase::QUICK);
         AddTestCase(new TitaIdealFctTestCase, TestCase::QUICK);
+        AddTestCase(new TitaFileReadersTestCase, TestCase::QUICK);
         AddTestCase(new TitaFatTreeWebSearchTestCase, TestCase::QUICK);
         AddTestCase(new TitaMultiRailTestCase, TestCase::QUICK);
     }
