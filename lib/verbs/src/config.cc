@@ -223,9 +223,15 @@ int read_file(Config* c, const std::string& path, std::string* err) {
     *err = path + ": " + std::strerror(errno);
     return -ENOENT;
   }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return read_json(c, text.str(), path, err);
+}
+
+int read_json(Config* c, std::string_view text, const std::string& path, std::string* err) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return fail(err, path + ": not JSON: " + e.what());
   }

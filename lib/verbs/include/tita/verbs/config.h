@@ -68,6 +68,8 @@ int set(Config* c, std::string_view key, std::string_view value, std::string* er
 // Reads a JSON file of settings. -EINVAL (or -errno) with a message naming the
 // file and what is wrong.
 int read_file(Config* c, const std::string& path, std::string* err);
+// The same from the file's text; `path` is what messages call it.
+int read_json(Config* c, std::string_view text, const std::string& path, std::string* err);
 
 // TITA_CONFIG (if set), then every TITA_* variable; then checks the whole
 // (an address and exactly one of vdev/port). 0 or -EINVAL with a message.
