@@ -62,7 +62,7 @@ def main():
     rc, rep = accept(work, "capped", ["--nic-gbps", "0.5"])
     f = rep["findings"][0] if rep["findings"] else {}
     check(rc == 1 and "cannot go faster" in f.get("what", "") and f.get("side") == "host",
-          f"the client's NIC capped at half the link: exit {rc}: {f.get('what')}")
+          f"the client's NIC capped at half the link: exit {rc}: {f.get('what') or rep.get('error', '')}")
     if shutil.which("ib_write_bw") is None:
         print("SKIP perftest cases: ib_write_bw is not installed (Debian package perftest)")
         finish()
@@ -72,7 +72,7 @@ def main():
     rc, rep = accept(work, "perftest-capped", ["--nic-gbps", "0.5"], tool="perftest")
     f = rep["findings"][0] if rep["findings"] else {}
     check(rc == 1 and "cannot go faster" in f.get("what", ""),
-          f"perftest: the client's NIC capped at half the link: exit {rc}: {f.get('what')}")
+          f"perftest: the client's NIC capped at half the link: exit {rc}: {f.get('what') or rep.get('error', '')}")
     # Through tita-switch (which routes IP and answers no ARP: the devices get
     # static neighbours), the server's port losing 3 %.
     socks = [os.path.join(work, f"sw{i}.sock") for i in range(2)]
