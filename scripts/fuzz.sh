@@ -3,8 +3,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]      (default 300 s; all targets)
 #
-# Targets: parse (lib/wire's parser), and tita_fuzz's engine, switch,
-# switch-config, cc-params (tests/fuzz/tita_fuzz.cc). Each starts from its
+# Targets: parse (lib/wire's parser); tita_fuzz's engine, api, switch,
+# switch-config, cc-params, verbs-config (tests/fuzz/tita_fuzz.cc); sim-files
+# (tita-sim's readers, tests/fuzz/sim_fuzz.cc). Each starts from its
 # checked-in seeds and keeps what it finds in out/fuzz/TARGET (reused by the
 # next run); a crash leaves its input in out/fuzz/crashes/. Prints, per target:
 # inputs run, executions per second, coverage (edges) and features at the start
@@ -15,9 +16,9 @@ cd "$(dirname "$0")/.."
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse engine switch switch-config cc-params)
+[ ${#targets[@]} -gt 0 ] || targets=(parse engine api switch switch-config cc-params verbs-config sim-files)
 build=${BUILD:-build}
-ninja -C "$build" tests/fuzz/parse_fuzzer tests/fuzz/tita_fuzz >/dev/null
+ninja -C "$build" tests/fuzz/parse_fuzzer tests/fuzz/tita_fuzz tests/fuzz/sim_fuzz >/dev/null
 mkdir -p out/fuzz/crashes
 printf '%-14s %12s %10s %16s %16s %8s %8s\n' target execs exec/s "cov start->end" "ft start->end" corpus crashes
 for t in "${targets[@]}"; do
@@ -25,6 +26,8 @@ for t in "${targets[@]}"; do
   mkdir -p "$work"
   if [ "$t" = parse ]; then
     bin=$build/tests/fuzz/parse_fuzzer seeds=tests/fuzz/corpus max=2048
+  elif [ "$t" = sim-files ]; then
+    bin=$build/tests/fuzz/sim_fuzz seeds=tests/fuzz/seeds/sim-files max=4096
   else
     bin=$build/tests/fuzz/tita_fuzz seeds=tests/fuzz/seeds/$t max=4096
   fi

@@ -1,5 +1,8 @@
 // Writes a pcap of two engines exchanging every verb over a lossy in-memory link
-// (for tests/interop/engine_tshark.py): usage engine_capture OUT.pcap
+// (for tests/interop/engine_tshark.py and tests/fuzz/make_seeds.py):
+//   engine_capture OUT.pcap [--selective-repeat]
+// With --selective-repeat the QPs recover selectively (NAKs carry SACKs) and
+// atomics are exchanged too.
 #include <cstdio>
 #include <string>
 
@@ -9,8 +12,9 @@ using namespace tita::engine;
 using namespace tita::test;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: engine_capture OUT.pcap\n");
+  const bool sr = argc == 3 && std::string(argv[2]) == "--selective-repeat";
+  if (argc != 2 && !sr) {
+    std::fprintf(stderr, "usage: engine_capture OUT.pcap [--selective-repeat]\n");
     return 2;
   }
   SimNet net(2, 25'000'000'000, 2'000, 3);
@@ -27,21 +31,25 @@ int main(int argc, char** argv) {
     Engine& e = net.engine(i);
     const uint32_t pd = e.alloc_pd();
     mem[i].assign(1 << 20, static_cast<uint8_t>(i));
-    e.reg_mr(pd, mem[i].data(), mem[i].size(), kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &mr[i]);
+    e.reg_mr(pd, mem[i].data(), mem[i].size(),
+             kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic, &mr[i]);
     e.create_cq(4096, &cq[i]);
     e.create_qp(pd, {.send_cq = cq[i], .recv_cq = cq[i]}, &qp[i]);
   }
   QpAttr attr;
   attr.timeout = 8;
-  connect(net, 0, qp[0], 1, qp[1], attr);
-  const WrOpcode ops[] = {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite, WrOpcode::kRdmaWriteWithImm,
-                          WrOpcode::kRdmaRead};
+  if (sr) attr.recovery = Recovery::kSelectiveRepeat;
+  connect(net, 0, qp[0], 1, qp[1], attr, kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+  std::vector<WrOpcode> ops = {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite,
+                               WrOpcode::kRdmaWriteWithImm, WrOpcode::kRdmaRead};
+  if (sr) ops.insert(ops.end(), {WrOpcode::kAtomicFetchAndAdd, WrOpcode::kAtomicCmpAndSwp});
   int expected = 0, receives = 0;
   for (int round = 0; round < 20; ++round) {
     for (WrOpcode op : ops) {
-      const uint32_t len = round % 2 ? 3000 : 100;
+      const bool atomic = op == WrOpcode::kAtomicFetchAndAdd || op == WrOpcode::kAtomicCmpAndSwp;
+      const uint32_t len = atomic ? 8 : round % 2 ? 3000 : 100;
       Sge sge{mr[0].addr, len, mr[0].lkey};
-      if (op != WrOpcode::kRdmaWrite && op != WrOpcode::kRdmaRead) {
+      if (op == WrOpcode::kSend || op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm) {
         Sge rs{mr[1].addr, 4096, mr[1].lkey};
         RecvWr r;
         r.sg_list = &rs;
@@ -55,6 +63,9 @@ int main(int argc, char** argv) {
       wr.num_sge = 1;
       wr.rdma.remote_addr = mr[1].addr + 8192;
       wr.rdma.rkey = mr[1].rkey;
+      wr.atomic.remote_addr = mr[1].addr + 64;
+      wr.atomic.rkey = mr[1].rkey;
+      wr.atomic.compare_add = 1;
       net.engine(0).post_send(qp[0], &wr, nullptr);
       ++expected;
     }
