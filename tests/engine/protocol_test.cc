@@ -816,6 +816,37 @@ TEST_F(Protocol, AReadFloodBeyondTheResponderResourcesIsRefused) {
   EXPECT_EQ(f[16].psn(), kRqPsn + 16);
 }
 
+TEST_F(Protocol, ADuplicateReadWithAnotherKeyReadsOnlyWhatThatKeyNames) {
+  // Found by the engine fuzzer: a READ asked again (same PSN) while its first
+  // responses were still queued restarted with the new request's address and
+  // length, checked against the new key's region, but read from the first
+  // request's region: base of one plus the other's offset, anywhere in the
+  // process (with a zero-length first READ, at the absolute address asked).
+  std::vector<uint8_t> other(4096);
+  for (size_t i = 0; i < other.size(); ++i) other[i] = static_cast<uint8_t>(i * 7 + 1);
+  MrInfo b;
+  for (uint32_t first_len : {64u, 0u}) {
+    make(Recovery::kGoBackN);
+    ASSERT_EQ(eng->reg_mr(pd, other.data(), other.size(), 0x10000, kAccessRemoteRead, &b), 0);
+    io.space = 0;  // the first READ's answer stays queued
+    va = mr.addr;
+    dma_len = first_len;
+    deliver(from_peer(Opcode::kReadRequest, kRqPsn, 0));
+    va = b.addr + 128;
+    dma_len = 64;
+    rkey = b.rkey;
+    deliver(from_peer(Opcode::kReadRequest, kRqPsn, 0));  // the same PSN: a duplicate
+    rkey = 0;
+    io.space = 1024;
+    advance(1000);
+    auto f = sent();
+    ASSERT_EQ(f.size(), 1u) << "first READ of " << first_len << " B";
+    EXPECT_EQ(f[0].opcode(), static_cast<uint8_t>(Opcode::kReadResponseOnly));
+    ASSERT_EQ(f[0].payload_len, 64u);
+    EXPECT_EQ(0, std::memcmp(f[0].payload(), other.data() + 128, 64)) << "first READ of " << first_len << " B";
+  }
+}
+
 TEST_F(Protocol, AnOutOfOrderFloodInSelectiveRepeatStaysWithinTheWindow) {
   // Selective repeat keeps at most sr_window (256) PSNs ahead of the hole per
   // QP, and at most ooo_slots (8192) frames engine-wide; a burst of 20000 SEND

@@ -128,15 +128,13 @@ struct Responder {
     if (op.kind == wire::Kind::kReadRequest) {
       // A READ whose responses were lost is asked again from the first missing one:
       // answer from there. If its first answer is still going out, restart that.
+      // Everything comes from this request, checked as a new one: its key may
+      // name another region than the first one did.
       if (check_access() != Step::kExecute) return Step::kDone;
       for (uint32_t k = 0; k < qp.reads_count; ++k) {
         ReadJob& job = qp.reads[(qp.reads_head + k) % qp.reads.size()];
         if (!job.atomic && wire::psn_distance(psn, job.first_psn) < job.npkts) {
-          const wire::Reth& reth = *pkt.reth();
-          job.va = reth.va.get();
-          job.remaining = reth.dma_len.get();
-          job.psn = job.first_psn = psn;
-          job.npkts = qp.packets_for(job.remaining);
+          start_read(job);
           return Step::kDone;
         }
       }
@@ -280,15 +278,19 @@ struct Responder {
     return Step::kExecute;
   }
 
-  void push_read() {
+  // The responses to this READ request, from the region check_access() found.
+  void start_read(ReadJob& job) {
     const wire::Reth& reth = *pkt.reth();
-    ReadJob& job = qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()];
     job = ReadJob{};
     job.va = reth.va.get();
     job.remaining = reth.dma_len.get();
     job.psn = job.first_psn = psn;
     job.npkts = qp.packets_for(job.remaining);
     job.mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
+  }
+
+  void push_read() {
+    start_read(qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()]);
     ++qp.reads_count;
   }
 
