@@ -94,6 +94,30 @@ uint64_t mono_ns() {
           .count());
 }
 
+// What a test may ask for: the command line's checks, and the server's of a
+// client's hello (which comes over the network, so is checked the same way).
+const std::vector<std::string> kTests = {"write", "send", "read"};
+const std::vector<std::string> kModes = {"bw", "lat"};
+const std::vector<std::string> kRecoveries = {"gbn", "sr"};
+const std::vector<uint32_t> kMtus = {256, 512, 1024, 2048, 4096};
+constexpr uint32_t kMaxSize = 1u << 30;
+constexpr uint32_t kMaxQps = 4096;
+constexpr uint32_t kMaxTxDepth = 8192;
+
+// Why a client's test cannot be served, or empty.
+std::string check_test(const Options& o) {
+  auto in = [](const auto& set, const auto& v) { return std::find(set.begin(), set.end(), v) != set.end(); };
+  if (!in(kTests, o.test)) return "test '" + o.test + "' is not write, send or read";
+  if (!in(kModes, o.mode)) return "mode '" + o.mode + "' is not bw or lat";
+  if (!in(kRecoveries, o.recovery)) return "recovery '" + o.recovery + "' is not gbn or sr";
+  if (!in(kMtus, o.mtu)) return "MTU " + std::to_string(o.mtu) + " is not 256, 512, 1024, 2048 or 4096";
+  if (o.size < 1 || o.size > kMaxSize) return "size " + std::to_string(o.size) + " is not 1 to 2^30";
+  if (o.qps < 1 || o.qps > kMaxQps) return std::to_string(o.qps) + " QPs is not 1 to 4096";
+  if (o.tx_depth < 1 || o.tx_depth > kMaxTxDepth) return "tx depth " + std::to_string(o.tx_depth) + " is not 1 to 8192";
+  if (!(o.rate_gbps > 0 && o.rate_gbps <= 3200)) return "rate " + std::to_string(o.rate_gbps) + " Gb/s is not in (0, 3200]";
+  return {};
+}
+
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
   std::exit(1);
@@ -352,6 +376,8 @@ class Perf {
       if (listener.accept(&oob, 120, &err) != 0) die(err);
       json hello;
       if (oob.recv(&hello, &err) != 0) die(err);
+      // What the client asks for is checked as the command line's options are
+      // (and a message of the wrong shape is main()'s error, not a crash).
       if (k == 0) {
         // The first client sets the test; the others must run the same one.
         o_.test = hello.value("test", o_.test);
@@ -364,6 +390,7 @@ class Perf {
         o_.recovery = hello.value("recovery", o_.recovery);
         o_.rate_gbps = hello.value("rate_gbps", o_.rate_gbps);
         o_.pace = hello.value("pace", o_.pace);
+        if (const std::string why = check_test(o_); !why.empty()) die("the client's test: " + why);
         if (o_.clients > 1 && o_.mode == "lat") die("--clients > 1 serves bandwidth tests only");
         setup_resources();
       } else if (hello.value("test", std::string()) != o_.test || hello.value("size", 0u) != o_.size ||
@@ -709,6 +736,16 @@ class Perf {
 
 }  // namespace
 
+// One test. The peer's out-of-band messages come over the network: one of the
+// wrong shape (a field missing, of another type) ends the test with a message.
+static int run(const Options& o) {
+  try {
+    return Perf(o).run();
+  } catch (const json::exception& e) {
+    die(std::string("out-of-band: a message from the peer is not tita-perf's: ") + e.what());
+  }
+}
+
 int main(int argc, char** argv) {
   std::string err;
   const int used = dpdk::eal_init(argc, argv, &err);
@@ -730,21 +767,21 @@ int main(int argc, char** argv) {
   auto* cli = app.add_option("--client", o.client, "run the test against the server at this TCP host");
   srv->excludes(cli);
   app.add_option("--tcp-port", o.tcp_port, "out-of-band TCP port")->capture_default_str();
-  app.add_option("--test", o.test, "write, send or read")->check(CLI::IsMember({"write", "send", "read"}));
-  app.add_option("--mode", o.mode, "bw (bandwidth) or lat (latency)")->check(CLI::IsMember({"bw", "lat"}));
-  app.add_option("--size", o.size, "message size in bytes")->check(CLI::Range(1u, 1u << 30));
-  app.add_option("--qps", o.qps, "queue pairs")->check(CLI::Range(1u, 4096u));
-  app.add_option("--tx-depth", o.tx_depth, "outstanding WRs per QP")->check(CLI::Range(1u, 8192u));
+  app.add_option("--test", o.test, "write, send or read")->check(CLI::IsMember(kTests));
+  app.add_option("--mode", o.mode, "bw (bandwidth) or lat (latency)")->check(CLI::IsMember(kModes));
+  app.add_option("--size", o.size, "message size in bytes")->check(CLI::Range(1u, kMaxSize));
+  app.add_option("--qps", o.qps, "queue pairs")->check(CLI::Range(1u, kMaxQps));
+  app.add_option("--tx-depth", o.tx_depth, "outstanding WRs per QP")->check(CLI::Range(1u, kMaxTxDepth));
   app.add_option("--iters", o.iters, "messages per QP (0: run for --duration)");
   app.add_option("--duration", o.duration_s, "seconds")->check(CLI::PositiveNumber);
-  app.add_option("--mtu", o.mtu, "RoCE path MTU (a server without it takes its client's)")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+  app.add_option("--mtu", o.mtu, "RoCE path MTU (a server without it takes its client's)")->check(CLI::IsMember(kMtus));
   app.add_option("--cc", o.cc,
                  "congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or a --cc-plugin's; "
                  "help lists them with their parameters");
   app.add_option("--cc-plugin", o.cc_plugins, "shared object with congestion-control plug-ins (repeatable)");
   app.add_option("--cc-param", o.cc_params, "name=value for the congestion control (repeatable)");
   app.add_option("--recovery", o.recovery, "gbn (go-back-N) or sr (selective repeat)")
-      ->check(CLI::IsMember({"gbn", "sr"}));
+      ->check(CLI::IsMember(kRecoveries));
   app.add_option("--rate", o.rate_gbps, "NIC line rate in Gb/s (what congestion control starts from)")
       ->check(CLI::PositiveNumber);
   app.add_option("--clients", o.clients, "server: serve this many clients at once (bandwidth tests)")
@@ -816,7 +853,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   // A vhost-user peer that has already exited must not kill us while the port closes.
   std::signal(SIGPIPE, SIG_IGN);
-  if (!o.loopback) return Perf(o).run();
+  if (!o.loopback) return run(o);
 
   // Loopback: two net_ring ports whose rings are crossed, the server on a worker
   // lcore and the client on this one, talking over TCP on localhost as usual.
@@ -842,9 +879,9 @@ int main(int argc, char** argv) {
   o.port = std::to_string(pa);
   o.client = "127.0.0.1";
   rte_eal_remote_launch(
-      [](void*) -> int { return Perf(server).run(); },
+      [](void*) -> int { return run(server); },
       nullptr, worker);
-  const int rc = Perf(o).run();
+  const int rc = run(o);
   rte_eal_wait_lcore(worker);
   return rc;
 }

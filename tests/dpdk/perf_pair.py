@@ -106,6 +106,48 @@ def telemetry(prefix, commands):
     return replies
 
 
+def hostile_clients(perf, work):
+    """A tita-perf server's out-of-band channel is the network's: messages that
+    are not JSON, of the wrong shape, or asking for more than the command line
+    allows end the server with one line naming the problem (exit 1), never an
+    uncaught exception (abort) or a huge allocation."""
+    import socket
+    cases = [("not JSON", b"hello\n", "malformed message"),
+             ("too many QPs", b'{"test": "write", "qps": 100000}\n', "the client's test: 100000 QPs is not 1 to 4096"),
+             ("an unknown test", b'{"test": "rm", "qps": 1}\n', "the client's test: test 'rm' is not"),
+             ("a size of the wrong type", b'{"test": "write", "size": "big"}\n', "not tita-perf's"),
+             ("info of the wrong shape", b'{"test": "write", "info": 5}\n', "not tita-perf's")]
+    for i, (what, msg, expect) in enumerate(cases):
+        sock = os.path.join(work, f"hostile{i}.sock")
+        if os.path.exists(sock):
+            os.unlink(sock)
+        port = 18720 + i
+        srv = subprocess.Popen([perf, "-l", "0", "--no-pci", "--log-level=*:error", "--no-huge", "-m", "256",
+                                f"--file-prefix=tita-hostile{i}", f"--vdev=net_vhost0,iface={sock},queues=1", "--",
+                                "--port", "net_vhost0", "--ip", "10.0.0.2", "--server", "--tcp-port", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(300):
+                try:
+                    conn = socket.create_connection(("127.0.0.1", port), timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            else:
+                raise AssertionError(f"{what}: the server never listened: {srv.stderr.read()[-500:]}")
+            conn.sendall(msg)
+            _, err = srv.communicate(timeout=30)
+            conn.close()
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait()
+        lines = [l for l in err.splitlines() if l.strip()]
+        if srv.returncode != 1 or len(lines) != 1 or expect not in lines[0] or not lines[0].startswith("tita-perf: "):
+            raise AssertionError(f"{what}: exit {srv.returncode}, stderr {err[-500:]!r}")
+        print(f"ok   a client sending {what}: exit 1, {lines[0]}")
+
+
 def vhost(perf, work):
     sock = os.path.join(work, "vhost.sock")
     if os.path.exists(sock):
@@ -115,6 +157,7 @@ def vhost(perf, work):
                 ["--no-huge", "-m", "1024", "--file-prefix=tita-vh-c", f"--vdev=net_virtio_user0,path={sock},queues=1"],
                 "net_vhost0", "net_virtio_user0")
     check_all_verbs(pair)
+    hostile_clients(perf, work)
     if shutil.which("dpdk-telemetry.py") is None:
         print("dpdk-telemetry.py not installed: telemetry not checked")
         return
