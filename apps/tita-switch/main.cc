@@ -67,9 +67,16 @@ struct Options {
   int64_t seed = -1;
 };
 
+// A port by index ("3") or by name ("net_vhost0"); a longer run of digits is a
+// name, which the configuration then refuses as a port it does not have.
+json port_ref(const std::string& p) {
+  const bool digits = !p.empty() && p.size() <= 9 && p.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? json(std::stoul(p)) : json(p);
+}
+
 // The configuration document: the file, then --port/--route, then --set, then
 // the dedicated flags.
-int build_config(const Options& o, tsw::AppConfig* cfg, std::string* err) {
+int build_config_doc(const Options& o, tsw::AppConfig* cfg, std::string* err) {
   json doc = json::object();
   if (!o.config.empty()) {
     std::ifstream in(o.config);
@@ -79,7 +86,7 @@ int build_config(const Options& o, tsw::AppConfig* cfg, std::string* err) {
     }
     try {
       doc = json::parse(in, nullptr, true, true);  // comments allowed
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
       *err = "config " + o.config + ": " + e.what();
       return -EINVAL;
     }
@@ -96,8 +103,7 @@ int build_config(const Options& o, tsw::AppConfig* cfg, std::string* err) {
     for (size_t start = 0; start <= rest.size();) {
       const size_t comma = std::min(rest.find(',', start), rest.size());
       const std::string p = rest.substr(start, comma - start);
-      const bool digits = !p.empty() && p.find_first_not_of("0123456789") == std::string::npos;
-      ports.push_back(digits ? json(std::stoul(p)) : json(p));
+      ports.push_back(port_ref(p));
       start = comma + 1;
     }
     doc["routes"].push_back({{"prefix", r.substr(0, eq)}, {"ports", ports}});
@@ -113,8 +119,7 @@ int build_config(const Options& o, tsw::AppConfig* cfg, std::string* err) {
     for (size_t start = 0; start <= o.qlen_ports.size();) {
       const size_t comma = std::min(o.qlen_ports.find(',', start), o.qlen_ports.size());
       const std::string p = o.qlen_ports.substr(start, comma - start);
-      const bool digits = !p.empty() && p.find_first_not_of("0123456789") == std::string::npos;
-      ports.push_back(digits ? json(std::stoul(p)) : json(p));
+      ports.push_back(port_ref(p));
       start = comma + 1;
     }
     doc["qlen"]["ports"] = ports;
@@ -123,6 +128,18 @@ int build_config(const Options& o, tsw::AppConfig* cfg, std::string* err) {
   if (o.exit_when_idle_ms >= 0) doc["run"]["exit_when_idle_ms"] = o.exit_when_idle_ms;
   if (o.seed >= 0) doc["seed"] = o.seed;
   return tsw::from_json(doc, cfg, err);
+}
+
+// A document of the wrong shape for what the flags add to it (a file whose
+// "ports" is not a list, a port index too large for a number) is a message
+// too, not an exception that ends the process.
+int build_config(const Options& o, tsw::AppConfig* cfg, std::string* err) {
+  try {
+    return build_config_doc(o, cfg, err);
+  } catch (const std::exception& e) {
+    *err = "config" + (o.config.empty() ? std::string() : " " + o.config) + ": " + e.what();
+    return -EINVAL;
+  }
 }
 
 int init_switch(const tsw::AppConfig& cfg, fabric::Switch<rte_mbuf*>* sw, std::string* err) {

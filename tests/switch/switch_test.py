@@ -460,6 +460,10 @@ def case_config():
     bad(dict(base, ecmp={"dodge": {"field": "ttl"}}), ["ecmp.dodge.field", "ttl"])
     bad(dict(base, buffer={"total_bytes": 1000}), ["buffer_bytes", "no shared buffer"])
     bad(base, ["--set", "path=value"], args=["--set", "nonsense"])
+    # Shapes only the flags meet, and numbers too large for JSON's parser.
+    bad('{"ports": 5}', ["push_back"], args=["--port", "p0"])
+    bad('{"ports": [], "seed": 1e999999}', ["number overflow"])
+    bad(base, ["routes[1].ports", "99999999999999999999999"], args=["--route", "default=99999999999999999999999"])
     bad(dict(base, ports=[{"name": "net_pcap0"}, {"name": "net_pcap9"}]), ["port 'net_pcap9'"], check_only=False)
     # The shipped examples are valid.
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "tita-switch", "examples")
