@@ -168,6 +168,13 @@ def tools():
     r = subprocess.run([TITA_RUN, "--config", cfg, "--", "true"], capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 2 or cfg not in r.stderr or "busy or adaptive" not in r.stderr:
         fail(f"tita-run --config with a bad setting: rc {r.returncode}, {r.stderr!r}")
+    # A number too large for JSON's parser (found by the verbs-config fuzzer: it
+    # was an uncaught exception that aborted the program).
+    with open(cfg, "w") as f:
+        f.write('{"vdev": "net_ring0", "ip": "10.0.0.7", "rate_gbps": 888888888e888888}')
+    r = subprocess.run([TITA_RUN, "--config", cfg, "--", "true"], capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 2 or cfg not in r.stderr or "number overflow" not in r.stderr:
+        fail(f"tita-run --config with a huge number: rc {r.returncode}, {r.stderr!r}")
 
 
 def pingpong():

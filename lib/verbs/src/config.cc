@@ -232,7 +232,7 @@ int read_json(Config* c, std::string_view text, const std::string& path, std::st
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     return fail(err, path + ": not JSON: " + e.what());
   }
   if (!j.is_object()) return fail(err, path + ": must be a JSON object of settings");
