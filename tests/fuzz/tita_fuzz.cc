@@ -833,15 +833,18 @@ struct ApiTarget {
     // A request the responder takes for a duplicate is ACKed without being run
     // (IBA 9.9.2): so is every one whose PSN the responder does not expect, which
     // two ends that exchanged PSNs wrong, or a third QP sending into the same
-    // responder, bring about. Then success says nothing: the memory oracles
-    // still hold. Checked: a pair that agrees on its PSNs, alone on the responder.
+    // responder, bring about; and an ACK from a third QP whose peer is the
+    // requester completes its requests whatever its responder did. Then success
+    // says nothing (the memory oracles still hold). Checked: a pair that agrees
+    // on its PSNs, and that no third QP sends to, either way.
     if (q.sq_psn < 0 || q.sq_psn != resp->rq_psn) return;
     for (const Qp& other : qp) {
       QpAttr oa;
-      if (other.live && other.qpn != q.qpn && eng->query_qp(other.qpn, &oa) == 0 && oa.dest_qp_num == resp->qpn &&
-          oa.ah_attr.dgid == our_gid && oa.qp_state >= QpState::kRtr) {
-        return;
+      if (!other.live || other.qpn == q.qpn || other.qpn == resp->qpn || eng->query_qp(other.qpn, &oa) != 0 ||
+          oa.ah_attr.dgid != our_gid || oa.qp_state < QpState::kRtr) {
+        continue;
       }
+      if (oa.dest_qp_num == resp->qpn || oa.dest_qp_num == q.qpn) return;
     }
     const Mr* m = mr_by_key(w.rkey, true);
     say("  responder %#x (pd %d, access %#x), MR %s pd %d access %#x\n", resp->qpn, resp->pd, ra.qp_access_flags,
