@@ -242,6 +242,10 @@ def main():
         "pfc": {"enabled": True, "priorities": [3, 4]}, "int": {"enabled": True},
         "priority": {"trust_pcp": False, "dscp_map": {"26": 3, "48": 6}}, "seed": 7}).encode()
     seeds["switch-config"]["minimal"] = b'{"ports": [{"name": "a"}], "routes": []}'
+    # --set lines (first byte '#'), on tita_fuzz's two-port document.
+    seeds["switch-config"]["set"] = b"#" + b"\n".join([
+        b"ports.0.rate_gbps=10", b"ports.1.ecn.kmin_bytes=1000", b"ports.1.ecn.kmax_bytes=20000", b"pfc.enabled=true",
+        b"pfc.priorities=[3]", b'routes=[{"prefix": "default", "ports": [1]}]', b"int.enabled=true", b"seed=7"])
     # CC parameter strings: byte 0 picks the algorithm (tita_fuzz's order), then lines.
     algos = ["none", "dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita"]
     sim = os.path.join(build, "ns3-model", "tita-sim")

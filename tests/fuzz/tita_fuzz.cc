@@ -12,7 +12,7 @@
 //                  IPv4/IPv6, malformed), time, dequeues with the egress edit
 //                  applied; once drained, every buffer and queue counter is back
 //                  at zero.
-//   switch-config  tita-switch's JSON configuration (apps/tita-switch/config.cc)
+//   switch-config  tita-switch's JSON configuration and --set lines (apps/tita-switch/config.cc)
 //   api            what an application gives the verbs layer, through the
 //                  engine's API: QP attributes (the peer's QPN, PSN, GID),
 //                  work requests, MR ranges, QPs talking over the loopback;
@@ -1020,11 +1020,27 @@ struct SwitchTarget {
 
 // ---------------------------------------------------------------- parsers
 
+// A document, or (first byte '#') `--set path=value` lines applied to a
+// two-port one, as tita-switch's command line does.
 void switch_config(const uint8_t* data, size_t size) {
-  const nlohmann::json doc = nlohmann::json::parse(data, data + size, nullptr, false);
-  if (doc.is_discarded()) return;
-  tsw::AppConfig cfg;
+  nlohmann::json doc;
   std::string err;
+  if (size > 0 && data[0] == '#') {
+    doc = {{"ports", {{{"name", "a"}}, {{"name", "b"}}}}, {"routes", nlohmann::json::array()}};
+    const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+    for (size_t at = 0; at < text.size();) {
+      const size_t nl = std::min(text.find('\n', at), text.size());
+      if (tsw::apply_set(&doc, text.substr(at, nl - at), &err) != 0) {
+        require(!err.empty(), "a refused --set without a message");
+        return;
+      }
+      at = nl + 1;
+    }
+  } else {
+    doc = nlohmann::json::parse(data, data + size, nullptr, false);
+    if (doc.is_discarded()) return;
+  }
+  tsw::AppConfig cfg;
   if (tsw::from_json(doc, &cfg, &err) == 0) {
     fabric::Switch<uint32_t> sw;
     if (sw.init(cfg.sw, &err) == 0) (void)tsw::effective_json(cfg).dump();
