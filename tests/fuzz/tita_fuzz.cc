@@ -824,28 +824,32 @@ struct ApiTarget {
     for (int s = 0; s < w.num_sge; ++s) len += w.sge[s].length;
     if (atomic) len = 8;
     if (len == 0) return;  // zero-length RDMA: no key is checked (IBA 9.4.5)
-    QpAttr a;
-    require(eng->query_qp(q.qpn, &a) == 0, "query_qp of a live QP");
-    const Qp* resp = qp_by_num(a.dest_qp_num);
-    require(resp != nullptr && a.ah_attr.dgid == our_gid, "an RDMA request completed with no responder to execute it");
-    QpAttr ra;
-    require(eng->query_qp(resp->qpn, &ra) == 0, "query_qp of the responder");
     // A request the responder takes for a duplicate is ACKed without being run
     // (IBA 9.9.2): so is every one whose PSN the responder does not expect, which
     // two ends that exchanged PSNs wrong, or a third QP sending into the same
-    // responder, bring about; and an ACK from a third QP whose peer is the
-    // requester completes its requests whatever its responder did. Then success
-    // says nothing (the memory oracles still hold). Checked: a pair that agrees
-    // on its PSNs, and that no third QP sends to, either way.
-    if (q.sq_psn < 0 || q.sq_psn != resp->rq_psn) return;
-    for (const Qp& other : qp) {
-      QpAttr oa;
-      if (!other.live || other.qpn == q.qpn || other.qpn == resp->qpn || eng->query_qp(other.qpn, &oa) != 0 ||
-          oa.ah_attr.dgid != our_gid || oa.qp_state < QpState::kRtr) {
-        continue;
+    // responder, bring about; and the answers of a third QP whose peer is the
+    // requester complete its requests whatever its own responder did (or if
+    // there is none). Then success says nothing (the memory oracles still
+    // hold). Checked: a pair that agrees on its PSNs, that no third QP sends
+    // to, either way.
+    auto sends_to = [&](uint32_t target, uint32_t except) {
+      for (const Qp& other : qp) {
+        QpAttr oa;
+        if (other.live && other.qpn != q.qpn && other.qpn != except && eng->query_qp(other.qpn, &oa) == 0 &&
+            oa.ah_attr.dgid == our_gid && oa.qp_state >= QpState::kRtr && oa.dest_qp_num == target) {
+          return true;
+        }
       }
-      if (oa.dest_qp_num == resp->qpn || oa.dest_qp_num == q.qpn) return;
-    }
+      return false;
+    };
+    QpAttr a;
+    require(eng->query_qp(q.qpn, &a) == 0, "query_qp of a live QP");
+    if (sends_to(q.qpn, a.dest_qp_num)) return;
+    const Qp* resp = qp_by_num(a.dest_qp_num);
+    require(resp != nullptr && a.ah_attr.dgid == our_gid, "an RDMA request completed with no responder to execute it");
+    if (q.sq_psn < 0 || q.sq_psn != resp->rq_psn || sends_to(resp->qpn, resp->qpn)) return;
+    QpAttr ra;
+    require(eng->query_qp(resp->qpn, &ra) == 0, "query_qp of the responder");
     const Mr* m = mr_by_key(w.rkey, true);
     say("  responder %#x (pd %d, access %#x), MR %s pd %d access %#x\n", resp->qpn, resp->pd, ra.qp_access_flags,
         m ? "found" : "none", m ? m->pd : -1, m ? m->info.access : 0);
