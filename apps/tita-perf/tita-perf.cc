@@ -103,6 +103,7 @@ const std::vector<uint32_t> kMtus = {256, 512, 1024, 2048, 4096};
 constexpr uint32_t kMaxSize = 1u << 30;
 constexpr uint32_t kMaxQps = 4096;
 constexpr uint32_t kMaxTxDepth = 8192;
+constexpr double kMaxRateGbps = 3200;
 
 // Why a client's test cannot be served, or empty.
 std::string check_test(const Options& o) {
@@ -114,7 +115,9 @@ std::string check_test(const Options& o) {
   if (o.size < 1 || o.size > kMaxSize) return "size " + std::to_string(o.size) + " is not 1 to 2^30";
   if (o.qps < 1 || o.qps > kMaxQps) return std::to_string(o.qps) + " QPs is not 1 to 4096";
   if (o.tx_depth < 1 || o.tx_depth > kMaxTxDepth) return "tx depth " + std::to_string(o.tx_depth) + " is not 1 to 8192";
-  if (!(o.rate_gbps > 0 && o.rate_gbps <= 3200)) return "rate " + std::to_string(o.rate_gbps) + " Gb/s is not in (0, 3200]";
+  if (!(o.rate_gbps > 0 && o.rate_gbps <= kMaxRateGbps)) {
+    return "rate " + std::to_string(o.rate_gbps) + " Gb/s is not in (0, 3200]";
+  }
   return {};
 }
 
@@ -783,7 +786,7 @@ int main(int argc, char** argv) {
   app.add_option("--recovery", o.recovery, "gbn (go-back-N) or sr (selective repeat)")
       ->check(CLI::IsMember(kRecoveries));
   app.add_option("--rate", o.rate_gbps, "NIC line rate in Gb/s (what congestion control starts from)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber & CLI::Range(0.0, kMaxRateGbps));
   app.add_option("--clients", o.clients, "server: serve this many clients at once (bandwidth tests)")
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--idle-sleep", o.idle_sleep, "sleep while there is nothing to do (processes sharing a core)");
