@@ -391,6 +391,7 @@ struct ApiTarget {
     int pd = 0;
     bool live = false;
     int64_t sq_psn = -1, rq_psn = -1;  // as last set; -1 never
+    uint64_t created = 0, sq_set = 0, rq_set = 0;  // when (ApiTarget::epoch)
   };
   Qp qp[kMaxQps];
   struct Mr {
@@ -536,8 +537,9 @@ struct ApiTarget {
     const int rc = eng->create_qp(pd[which], &a, &qpn);
     say("create_qp slot %d pd %d: %d (qpn %#x)\n", slot, which, rc, qpn);
     if (rc == 0) {
-      qp[slot] = Qp{qpn, which, true};
       note_change();
+      qp[slot] = Qp{qpn, which, true};
+      qp[slot].created = epoch;
     }
   }
 
@@ -586,9 +588,9 @@ struct ApiTarget {
         a.qp_access_flags, rc, err.c_str());
     if (rc == 0) {
       Qp& m = qp[p[0] % kMaxQps];
-      if (mask & kQpSqPsn) m.sq_psn = a.sq_psn & wire::kPsnMask;
-      if (mask & kQpRqPsn) m.rq_psn = a.rq_psn & wire::kPsnMask;
       note_change();
+      if (mask & kQpSqPsn) m.sq_psn = a.sq_psn & wire::kPsnMask, m.sq_set = epoch;
+      if (mask & kQpRqPsn) m.rq_psn = a.rq_psn & wire::kPsnMask, m.rq_set = epoch;
     } else {
       require(!err.empty(), "modify_qp refused without a message");
     }
@@ -621,10 +623,12 @@ struct ApiTarget {
     at.retry_cnt = 3;
     at.rnr_retry = p[3] & 0x80 ? 7 : 2;
     if (eng->modify_qp(a.qpn, at, kQpState | kQpToRtrRequired | kQpRecovery, &err) != 0) return;
+    note_change();
     a.rq_psn = at.rq_psn;
+    a.rq_set = epoch;
     at.qp_state = QpState::kRts;
     const int rc = eng->modify_qp(a.qpn, at, kQpState | kQpToRtsRequired, &err);
-    if (rc == 0) a.sq_psn = at.sq_psn;
+    if (rc == 0) a.sq_psn = at.sq_psn, a.sq_set = epoch;
     say("connect %#x -> %#x access %#x %s: %d\n", a.qpn, b.qpn, at.qp_access_flags,
         at.recovery == Recovery::kSelectiveRepeat ? "sr" : "gbn", rc);
     note_change();
@@ -847,7 +851,13 @@ struct ApiTarget {
     if (sends_to(q.qpn, a.dest_qp_num)) return;
     const Qp* resp = qp_by_num(a.dest_qp_num);
     require(resp != nullptr && a.ah_attr.dgid == our_gid, "an RDMA request completed with no responder to execute it");
-    if (q.sq_psn < 0 || q.sq_psn != resp->rq_psn || sends_to(resp->qpn, resp->qpn)) return;
+    // And the two were connected to each other as they are now: a QP destroyed
+    // and created again (the same QPN) starts from its first PSN again, which
+    // its old peer has long passed.
+    if (q.sq_psn < 0 || q.sq_psn != resp->rq_psn || resp->rq_set <= q.created || q.sq_set <= resp->created ||
+        sends_to(resp->qpn, resp->qpn)) {
+      return;
+    }
     QpAttr ra;
     require(eng->query_qp(resp->qpn, &ra) == 0, "query_qp of the responder");
     const Mr* m = mr_by_key(w.rkey, true);
