@@ -296,7 +296,19 @@ def tap_capture(perf, wire, work):
 
         # tshark on the bridge sees every frame the two ports exchange.
         cap = subprocess.Popen(["tshark", "-q", "-i", br, "-w", pcap, "-f", "udp port 4791"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # tshark says when it captures; on a loaded machine that takes seconds,
+        # and a transfer started before it would go unseen.
+        import threading
+        started = threading.Event()
+
+        def watch():
+            for line in cap.stderr:
+                if "Capturing on" in line:
+                    started.set()
+        threading.Thread(target=watch, daemon=True).start()
+        if not started.wait(60):
+            raise AssertionError("tshark did not start capturing on the bridge within 60 s")
         # The bridge keeps frames for a tap's own (kernel) MAC for itself: give the
         # engines MACs of their own.
         pair = TapPair(perf, srv_eal, cli_eal, "net_tap0", "net_tap1")
