@@ -108,6 +108,9 @@ const std::vector<Setting>& settings() {
       {"base_rtt_us", "TITA_BASE_RTT_US",
        "unloaded RTT congestion control starts from (default 10; a slow peer such as rxe in a VM needs more)"},
       {"pace", "TITA_PACE", "pace at the line rate, for ports that take frames faster than a wire"},
+      {"pacing_slack_us", "TITA_PACING_SLACK_US",
+       "with pace: sending time a late poll may catch up in one burst (default 0; a core shared with other "
+       "busy threads needs a few hundred)"},
       {"max_qps", "TITA_MAX_QPS", "QPs the device holds (default 4096)"},
       {"link_wait_ms", "TITA_LINK_WAIT_MS", "how long opening the device waits for the link (default 30000)"},
       {"arp_retry_ms", "TITA_ARP_RETRY_MS", "between ARP requests (default 1000)"},
@@ -179,6 +182,8 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
     if (!parse_uint(v, &c->base_rtt_us, 1, 1'000'000)) return bad("must be 1 to 1000000 (microseconds)");
   } else if (key == "pace") {
     if (!parse_bool(v, &c->pace)) return bad("must be true or false");
+  } else if (key == "pacing_slack_us") {
+    if (!parse_uint(v, &c->pacing_slack_us, 0, 1'000'000)) return bad("must be 0 to 1000000 (microseconds)");
   } else if (key == "max_qps") {
     if (!parse_uint(v, &c->max_qps, 1, 1 << 16)) return bad("must be 1 to 65536");
   } else if (key == "link_wait_ms") {

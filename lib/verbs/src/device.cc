@@ -240,6 +240,7 @@ int Device::attach(Context* c) {
                                        : 100'000'000'000;
   ec.base_rtt_ns = cfg_.base_rtt_us * 1000;
   ec.pace_line_rate = cfg_.pace;
+  ec.pacing_slack_ns = cfg_.pacing_slack_us * 1000;
   ec.max_frame_bytes = port_.max_frame_bytes();
   ec.max_qps = cfg_.max_qps;
   ec.arp_retry_ns = uint64_t{cfg_.arp_retry_ms} * 1'000'000;

@@ -41,6 +41,7 @@ struct Config {
   double rate_gbps = 0;           // the line rate congestion control assumes; 0: the port's speed
   uint64_t base_rtt_us = 10;      // the unloaded RTT congestion control starts from
   bool pace = false;              // pace at the line rate (ports that take frames faster than a wire)
+  uint64_t pacing_slack_us = 0;   // with pace: sending time a late poll may catch up
   uint32_t max_qps = 4096;
   // How long the first ibv_open_device waits for the link to come up. A virtual
   // port's link comes up when its peer process attaches (vhost, memif), a NIC's
