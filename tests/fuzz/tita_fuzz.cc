@@ -113,6 +113,40 @@ struct NullIo : engine::PacketIo {
   }
 };
 
+// The engine and api targets read records [op][len lo][len hi][len bytes]:
+// `step(op, bytes, len)` does one and returns how many of its bytes it used;
+// then the engine polls and the target takes its completions (check()). At the
+// end, with the port taking frames, 16 gaps of `gap_ns` let every timer run out
+// (retransmissions, RNR waits, retry exhaustion), then check(true) compares
+// the regions.
+template <class Target, class Step>
+void run_records(Target& t, const uint8_t* data, size_t size, uint64_t gap_ns, Step step) {
+  size_t i = 0;
+  while (i + 3 <= size) {
+    const uint8_t op = data[i];
+    const size_t len = std::min<size_t>(data[i + 1] | data[i + 2] << 8, size - i - 3);
+    i += 3;
+    i += step(op, data + i, len);
+    t.eng->poll(t.now);
+    t.check();
+  }
+  t.io.space = 256;
+  for (int k = 0; k < 16; ++k) {
+    t.now += gap_ns;
+    t.eng->poll(t.now);
+    t.check();
+  }
+  t.check(true);
+}
+
+// The names an algorithm can be chosen by: cc/'s built-ins, and one it lacks.
+std::vector<std::string> cc_names(bool with_unknown) {
+  std::vector<std::string> names;
+  for (const cc::AlgorithmInfo& a : cc::algorithms()) names.emplace_back(a.name);
+  if (with_unknown) names.emplace_back("x");
+  return names;
+}
+
 constexpr uint8_t kOurMac[6] = {0x02, 0, 0, 0, 0, 0x01};
 constexpr uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0, 0x99};
 constexpr uint32_t kPeerQpn = 0x100;
@@ -311,51 +345,30 @@ struct EngineTarget {
   // the port has no transmit room (len & 1) or has.
   void run(const uint8_t* data, size_t size) {
     open();
-    size_t i = 0;
-    while (i + 3 <= size) {
-      const uint8_t op = data[i];
-      size_t len = std::min<size_t>(data[i + 1] | data[i + 2] << 8, size - i - 3);
-      i += 3;
+    run_records(*this, data, size, 200'000'000, [&](uint8_t op, const uint8_t* p, size_t len) -> size_t {
       const int q = op >> 3 & 1;
       switch (op & 7) {
         case 0: case 1: case 2: case 3: {
-          if (len < 2) break;
-          const uint8_t sel = data[i];
-          std::vector<uint8_t> f(data + i + 1, data + i + len);  // exactly sized: ASan sees a read past it
-          fix_up(f, q, op & 0x40, sel);
+          if (len < 2) return len;
+          std::vector<uint8_t> f(p + 1, p + len);  // exactly sized: ASan sees a read past it
+          fix_up(f, q, op & 0x40, p[0]);
           eng->receive(now, f.data(), static_cast<uint32_t>(f.size()));
-          break;
+          return len;
         }
         case 4:
           now += len * (op & 0x40 ? 1'000'000ull : 1'000ull);
-          len = 0;
-          break;
+          return 0;
         case 5:
-          if (len >= 6) post_send(q, data + i);
-          len = std::min<size_t>(len, 6);
-          break;
+          if (len >= 6) post_send(q, p);
+          return std::min<size_t>(len, 6);
         case 6:
-          if (len >= 4) post_recv(q, static_cast<uint16_t>(data[i] | data[i + 1] << 8),
-                                  static_cast<uint16_t>(data[i + 2] | data[i + 3] << 8));
-          len = std::min<size_t>(len, 4);
-          break;
-        case 7:
+          if (len >= 4) post_recv(q, static_cast<uint16_t>(p[0] | p[1] << 8), static_cast<uint16_t>(p[2] | p[3] << 8));
+          return std::min<size_t>(len, 4);
+        default:
           io.space = len & 1 ? 0 : 256;
-          len = 0;
-          break;
+          return 0;
       }
-      i += len;
-      eng->poll(now);
-      check();
-    }
-    // Let every timer run out: retransmissions, RNR waits, retry exhaustion.
-    io.space = 256;
-    for (int k = 0; k < 16; ++k) {
-      now += 200'000'000;
-      eng->poll(now);
-      check();
-    }
-    check(true);
+    });
     eng.reset();
   }
 };
@@ -888,12 +901,8 @@ struct ApiTarget {
   // time passes (len x 1 us), the port full (len & 1) or not, set CC.
   void run(const uint8_t* data, size_t size) {
     open();
-    size_t i = 0;
-    while (i + 3 <= size) {
-      const uint8_t op = data[i];
-      size_t len = std::min<size_t>(data[i + 1] | data[i + 2] << 8, size - i - 3);
-      i += 3;
-      const uint8_t* p = data + i;
+    static const std::vector<std::string> kCc = cc_names(true);
+    run_records(*this, data, size, 50'000'000, [&](uint8_t op, const uint8_t* p, size_t len) -> size_t {
       switch (op % 11) {
         case 0: create_qp(p, len); break;
         case 1: modify_qp(p, len); break;
@@ -903,27 +912,17 @@ struct ApiTarget {
         case 5: reg_mr(p, len); break;
         case 6: dereg_mr(p, len); break;
         case 7: destroy_qp(p, len); break;
-        case 8: now += len * 1'000; len = 0; break;
-        case 9: io.space = len & 1 ? 0 : 256; len = 0; break;
+        case 8: now += len * 1'000; return 0;
+        case 9: io.space = len & 1 ? 0 : 256; return 0;
         case 10:
           if (len >= 1) {
-            static const char* kCc[] = {"none", "dcqcn", "hpcc", "swift", "timely", "powertcp", "nscc", "tita", "x"};
             std::string err;
-            eng->set_cc(qp[p[0] % kMaxQps].qpn, kCc[(p[0] >> 3) % std::size(kCc)], {}, &err);
+            eng->set_cc(qp[p[0] % kMaxQps].qpn, kCc[(p[0] >> 3) % kCc.size()], {}, &err);
           }
           break;
       }
-      i += len;
-      eng->poll(now);
-      check();
-    }
-    io.space = 256;
-    for (int k = 0; k < 16; ++k) {
-      now += 50'000'000;
-      eng->poll(now);
-      check();
-    }
-    check(true);
+      return len;
+    });
     eng.reset();
   }
 };
@@ -1065,7 +1064,7 @@ void switch_config(const uint8_t* data, size_t size) {
 
 void cc_params(const uint8_t* data, size_t size) {
   if (size < 1) return;
-  static const std::vector<std::string> kNames = {"none", "dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita"};
+  static const std::vector<std::string> kNames = cc_names(false);
   const std::string& name = kNames[data[0] % kNames.size()];
   cc::Params p;
   std::string err;
