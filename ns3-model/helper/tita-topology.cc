@@ -76,10 +76,6 @@ TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* 
 {
     TitaLineReader lines(in, name);
     std::vector<std::string> w;
-    auto fail = [&](const std::string& msg) {
-        *err = lines.At() + msg;
-        return false;
-    };
     uint64_t nodes = 0;
     uint64_t switches = 0;
     uint64_t links = 0;
@@ -87,25 +83,25 @@ TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* 
     if (!lines.Next(&w) || w.size() != 3 || !TitaParseCount(w[0], &nodes, &why) ||
         !TitaParseCount(w[1], &switches, &why) || !TitaParseCount(w[2], &links, &why))
     {
-        return fail("the first line must be `nodes switches links`");
+        return lines.Fail(err, "the first line must be `nodes switches links`");
     }
     if (switches > nodes || nodes > kMaxNodes || links > kMaxNodes)
     {
-        return fail("at most " + std::to_string(kMaxNodes) + " nodes and links, and no more switches than nodes");
+        return lines.Fail(err, "at most " + std::to_string(kMaxNodes) + " nodes and links, and no more switches than nodes");
     }
     std::vector<bool> isSwitch(nodes, false);
     if (switches > 0)
     {
         if (!lines.Next(&w) || w.size() != switches)
         {
-            return fail("the second line must list the " + std::to_string(switches) + " switch ids");
+            return lines.Fail(err, "the second line must list the " + std::to_string(switches) + " switch ids");
         }
         for (const std::string& id : w)
         {
             uint64_t v = 0;
             if (!TitaParseCount(id, &v, &why) || v >= nodes || isSwitch[v])
             {
-                return fail("switch id '" + id + "' is not a node id (0 to " + std::to_string(nodes - 1) +
+                return lines.Fail(err, "switch id '" + id + "' is not a node id (0 to " + std::to_string(nodes - 1) +
                             ") listed once");
             }
             isSwitch[v] = true;
@@ -127,7 +123,7 @@ TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* 
     {
         if (!lines.Next(&w) || w.size() != 5)
         {
-            return fail("link " + std::to_string(i) + " of " + std::to_string(links) +
+            return lines.Fail(err, "link " + std::to_string(i) + " of " + std::to_string(links) +
                         ": want `src dst rate delay error_rate`");
         }
         uint64_t a = 0;
@@ -138,17 +134,17 @@ TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* 
         if (!TitaParseCount(w[0], &a, &why) || !TitaParseCount(w[1], &b, &why) || a >= nodes || b >= nodes ||
             a == b)
         {
-            return fail("link endpoints '" + w[0] + " " + w[1] + "' must be two node ids below " +
+            return lines.Fail(err, "link endpoints '" + w[0] + " " + w[1] + "' must be two node ids below " +
                         std::to_string(nodes));
         }
         if (!TitaParseRate(w[2], &bps, &why) || !TitaParseTime(w[3], "ns", &delay, &why) ||
             !TitaParseReal(w[4], &errorRate, &why))
         {
-            return fail(why);
+            return lines.Fail(err, why);
         }
         if (bps == 0 || errorRate < 0 || errorRate > 1)
         {
-            return fail("rate must be above 0 and error_rate in [0, 1]");
+            return lines.Fail(err, "rate must be above 0 and error_rate in [0, 1]");
         }
         t.AddLink(static_cast<uint32_t>(a),
                   static_cast<uint32_t>(b),
@@ -158,7 +154,7 @@ TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* 
     }
     if (lines.Next(&w))
     {
-        return fail("more lines than the " + std::to_string(links) + " links the first line announces");
+        return lines.Fail(err, "more lines than the " + std::to_string(links) + " links the first line announces");
     }
     // Tiers from the distance to the nearest host: ToR 1, aggregation 2, core 3.
     std::vector<int32_t> dist(nodes, -1);

@@ -301,4 +301,11 @@ TitaLineReader::At() const
     return m_end ? m_name + ": at the end: " : m_name + ":" + std::to_string(m_number) + ": ";
 }
 
+bool
+TitaLineReader::Fail(std::string* err, const std::string& msg) const
+{
+    *err = At() + msg;
+    return false;
+}
+
 } // namespace ns3

@@ -57,6 +57,8 @@ class TitaLineReader
     bool Next(std::vector<std::string>* words);
     /// "name:N: " for the line Next() returned last ("name: at the end: " after it).
     std::string At() const;
+    /// Sets *err to At() and `msg`; false, for `return lines.Fail(err, "...")`.
+    bool Fail(std::string* err, const std::string& msg) const;
 
   private:
     std::istream& m_in;

@@ -39,10 +39,6 @@ TitaFlowSizeCdf::Read(std::istream& in, const std::string& name, std::string* er
 {
     TitaLineReader lines(in, name);
     std::vector<std::string> w;
-    auto fail = [&](const std::string& msg) {
-        *err = lines.At() + msg;
-        return false;
-    };
     m_size.clear();
     m_cdf.clear();
     std::string why;
@@ -52,26 +48,26 @@ TitaFlowSizeCdf::Read(std::istream& in, const std::string& name, std::string* er
         double pct = 0;
         if (w.size() != 2 || !TitaParseReal(w[0], &size, &why) || !TitaParseReal(w[1], &pct, &why))
         {
-            return fail("want `size_bytes cumulative_percent`");
+            return lines.Fail(err, "want `size_bytes cumulative_percent`");
         }
         if (size < 0 || size > kMaxFlowBytes || pct < 0 || pct > 100)
         {
-            return fail("size must be 0 to 1e15 bytes and the percentage 0 to 100");
+            return lines.Fail(err, "size must be 0 to 1e15 bytes and the percentage 0 to 100");
         }
         if (!m_cdf.empty() && (pct < m_cdf.back() * 100 || size < m_size.back()))
         {
-            return fail("sizes and percentages must not decrease");
+            return lines.Fail(err, "sizes and percentages must not decrease");
         }
         m_size.push_back(size);
         m_cdf.push_back(pct / 100.0);
     }
     if (m_size.size() < 2 || std::abs(m_cdf.back() - 1.0) > 1e-9 || m_size.back() < 1)
     {
-        return fail("need at least two points, the last at 100 percent and at least 1 byte");
+        return lines.Fail(err, "need at least two points, the last at 100 percent and at least 1 byte");
     }
     if (MeanBytes() < 1)
     {
-        return fail("the mean flow size is below 1 byte");  // Poisson arrivals would never end
+        return lines.Fail(err, "the mean flow size is below 1 byte");  // Poisson arrivals would never end
     }
     return true;
 }
@@ -132,22 +128,18 @@ TitaWorkload::ReadHpccFlows(std::istream& in,
 {
     TitaLineReader lines(in, name);
     std::vector<std::string> w;
-    auto fail = [&](const std::string& msg) {
-        *err = lines.At() + msg;
-        return false;
-    };
     uint64_t n = 0;
     std::string why;
     if (!lines.Next(&w) || w.size() != 1 || !TitaParseCount(w[0], &n, &why) || n > kMaxFlows)
     {
-        return fail("the first line must be the number of flows (at most 1e8)");
+        return lines.Fail(err, "the first line must be the number of flows (at most 1e8)");
     }
     out->clear();
     for (uint64_t i = 0; i < n; ++i)
     {
         if (!lines.Next(&w) || w.size() != 6)
         {
-            return fail("flow " + std::to_string(i) + " of " + std::to_string(n) +
+            return lines.Fail(err, "flow " + std::to_string(i) + " of " + std::to_string(n) +
                         ": want `src dst priority dport size_bytes start_seconds`");
         }
         uint64_t src = 0;
@@ -160,23 +152,23 @@ TitaWorkload::ReadHpccFlows(std::istream& in,
             !TitaParseCount(w[2], &pg, &why) || !TitaParseCount(w[3], &dport, &why) ||
             !TitaParseCount(w[4], &size, &why) || !TitaParseReal(w[5], &start, &why))
         {
-            return fail(why);
+            return lines.Fail(err, why);
         }
         if (pg > 7 || dport > 65535 || size == 0 || size > kMaxFlowBytes || start < 0 || start > 1e6)
         {
-            return fail("priority 0 to 7, dport 0 to 65535, size 1 to 1e15 bytes, start 0 to 1e6 s");
+            return lines.Fail(err, "priority 0 to 7, dport 0 to 65535, size 1 to 1e15 bytes, start 0 to 1e6 s");
         }
         const int32_t s = src <= UINT32_MAX ? hostOfNode(static_cast<uint32_t>(src)) : -1;
         const int32_t d = dst <= UINT32_MAX ? hostOfNode(static_cast<uint32_t>(dst)) : -1;
         if (s < 0 || d < 0 || s == d)
         {
-            return fail("src and dst must be two different hosts");
+            return lines.Fail(err, "src and dst must be two different hosts");
         }
         out->push_back({static_cast<uint32_t>(s), static_cast<uint32_t>(d), size, Seconds(start)});
     }
     if (lines.Next(&w))
     {
-        return fail("more lines than the " + std::to_string(n) + " flows the first line announces");
+        return lines.Fail(err, "more lines than the " + std::to_string(n) + " flows the first line announces");
     }
     std::stable_sort(out->begin(), out->end(), [](const TitaFlowSpec& a, const TitaFlowSpec& b) {
         return a.start < b.start;
