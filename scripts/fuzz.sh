@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]      (default 300 s; all targets)
 #
 # Targets: parse (lib/wire's parser); tita_fuzz's engine, api, switch,
-# switch-config, cc-params, verbs-config (tests/fuzz/tita_fuzz.cc); sim-files
+# switch-config, switch-set, cc-params, verbs-config (tests/fuzz/tita_fuzz.cc); sim-files
 # (tita-sim's readers, tests/fuzz/sim_fuzz.cc). Each starts from its
 # checked-in seeds and keeps what it finds in out/fuzz/TARGET (reused by the
 # next run); a crash leaves its input in out/fuzz/crashes/. Prints, per target:
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parse engine api switch switch-config cc-params verbs-config sim-files)
+[ ${#targets[@]} -gt 0 ] || targets=(parse engine api switch switch-config switch-set cc-params verbs-config sim-files)
 build=${BUILD:-build}
 ninja -C "$build" tests/fuzz/parse_fuzzer tests/fuzz/tita_fuzz tests/fuzz/sim_fuzz >/dev/null
 mkdir -p out/fuzz/crashes

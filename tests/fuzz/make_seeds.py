@@ -170,7 +170,7 @@ def main():
     by_op = {}
     for f in frames:
         by_op.setdefault(opcode(f), []).append(f)
-    seeds = {"engine": {}, "api": {}, "switch": {}, "switch-config": {}, "cc-params": {}, "verbs-config": {},
+    seeds = {"engine": {}, "api": {}, "switch": {}, "switch-config": {}, "switch-set": {}, "cc-params": {}, "verbs-config": {},
              "sim-files": {}}
     ours = post(0, 0, 3000) + post(0, 2, 2048, 4096) + post(0, 3, 8, 64) + post(1, 2, 1024) + post(1, 1, 512)
     for op, fs in sorted((k, v) for k, v in by_op.items() if k is not None):
@@ -246,6 +246,12 @@ def main():
     seeds["switch-config"]["set"] = b"#" + b"\n".join([
         b"ports.0.rate_gbps=10", b"ports.1.ecn.kmin_bytes=1000", b"ports.1.ecn.kmax_bytes=20000", b"pfc.enabled=true",
         b"pfc.priorities=[3]", b'routes=[{"prefix": "default", "ports": [1]}]', b"int.enabled=true", b"seed=7"])
+    # The same without the mark for switch-set, and lines doc/switch.md shows.
+    seeds["switch-set"]["set"] = seeds["switch-config"]["set"][1:]
+    seeds["switch-set"]["faults"] = b"\n".join([
+        b"ports.1.faults.drop_probability=0.01", b"ports.1.faults.delay_us=5", b"ports.0.buffer_bytes=200000",
+        b'ports.1.faults.black_hole={"dport": 4791}', b"ports.0.faults.drop_all=true", b"mmu.buffer_bytes=1000000",
+        b"routes.0.ports=[0,1]"])
     # CC parameter strings: byte 0 picks the algorithm (tita_fuzz's order), then lines.
     algos = ["none", "dcqcn", "timely", "hpcc", "swift", "powertcp", "nscc", "tita"]
     sim = os.path.join(build, "ns3-model", "tita-sim")

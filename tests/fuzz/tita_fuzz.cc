@@ -12,7 +12,9 @@
 //                  IPv4/IPv6, malformed), time, dequeues with the egress edit
 //                  applied; once drained, every buffer and queue counter is back
 //                  at zero.
-//   switch-config  tita-switch's JSON configuration and --set lines (apps/tita-switch/config.cc)
+//   switch-config  tita-switch's JSON configuration, or --set lines after a
+//                  first byte '#' (apps/tita-switch/config.cc)
+//   switch-set     --set lines only (every input: more of them per second)
 //   api            what an application gives the verbs layer, through the
 //                  engine's API: QP attributes (the peer's QPN, PSN, GID),
 //                  work requests, MR ranges, QPs talking over the loopback;
@@ -1035,12 +1037,14 @@ struct SwitchTarget {
 
 // A document, or (first byte '#') `--set path=value` lines applied to a
 // two-port one, as tita-switch's command line does.
-void switch_config(const uint8_t* data, size_t size) {
+// `set_lines`: the input is --set lines on a two-port document; otherwise a JSON
+// configuration.
+void switch_config(const uint8_t* data, size_t size, bool set_lines) {
   nlohmann::json doc;
   std::string err;
-  if (size > 0 && data[0] == '#') {
+  if (set_lines) {
     doc = {{"ports", {{{"name", "a"}}, {{"name", "b"}}}}, {"routes", nlohmann::json::array()}};
-    const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
     for (size_t at = 0; at < text.size();) {
       const size_t nl = std::min(text.find('\n', at), text.size());
       if (tsw::apply_set(&doc, text.substr(at, nl - at), &err) != 0) {
@@ -1130,7 +1134,7 @@ void verbs_config(const uint8_t* data, size_t size) {
   require(c.max_qps >= 1 && c.max_qps <= 65536 && c.memory_mb >= 64, "a setting accepted out of range");
 }
 
-enum class Target { kUnset, kEngine, kApi, kSwitch, kSwitchConfig, kCcParams, kVerbsConfig };
+enum class Target { kUnset, kEngine, kApi, kSwitch, kSwitchConfig, kSwitchSet, kCcParams, kVerbsConfig };
 
 Target pick() {
   const char* t = std::getenv("TITA_FUZZ");
@@ -1140,8 +1144,9 @@ Target pick() {
   if (name == "verbs-config") return Target::kVerbsConfig;
   if (name == "switch") return Target::kSwitch;
   if (name == "switch-config") return Target::kSwitchConfig;
+  if (name == "switch-set") return Target::kSwitchSet;
   if (name == "cc-params") return Target::kCcParams;
-  std::fprintf(stderr, "tita_fuzz: set TITA_FUZZ to engine, api, switch, switch-config, cc-params or verbs-config\n");
+  std::fprintf(stderr, "tita_fuzz: set TITA_FUZZ to engine, api, switch, switch-config, switch-set, cc-params or verbs-config\n");
   std::exit(2);
 }
 
@@ -1158,7 +1163,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case Target::kApi: api->run(data, size); break;
     case Target::kSwitch: sw->run(data, size); break;
     case Target::kVerbsConfig: verbs_config(data, size); break;
-    case Target::kSwitchConfig: switch_config(data, size); break;
+    case Target::kSwitchConfig:  // a first byte '#' marks --set lines
+      if (size > 0 && data[0] == '#') {
+        switch_config(data + 1, size - 1, true);
+      } else {
+        switch_config(data, size, false);
+      }
+      break;
+    case Target::kSwitchSet: switch_config(data, size, true); break;
     case Target::kCcParams: cc_params(data, size); break;
     case Target::kUnset: break;
   }
