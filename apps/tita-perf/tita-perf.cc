@@ -287,10 +287,7 @@ class Perf {
       Conn& c = conns_[k * o_.qps + i];
       c.peer_qpn = qpns[i].get<uint32_t>();
       engine::QpAttr a;
-      a.qp_state = engine::QpState::kInit;
       a.qp_access_flags = engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
-      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpToInitRequired, &err) != 0) die(err);
-      a.qp_state = engine::QpState::kRtr;
       a.path_mtu = o_.mtu;
       a.dest_qp_num = c.peer_qpn;
       a.rq_psn = psns[i].get<uint32_t>() & wire::kPsnMask;
@@ -300,12 +297,8 @@ class Perf {
       std::memcpy(a.ah_attr.dmac, mac, 6);
       a.ah_attr.traffic_class = static_cast<uint8_t>(o_.dscp << 2);
       a.recovery = o_.recovery == "sr" ? engine::Recovery::kSelectiveRepeat : engine::Recovery::kGoBackN;
-      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpToRtrRequired | engine::kQpRecovery, &err) != 0) {
-        die(err);
-      }
-      a.qp_state = engine::QpState::kRts;
       a.timeout = o_.timeout;
-      if (e.modify_qp(c.qpn, a, engine::kQpState | engine::kQpToRtsRequired, &err) != 0) die(err);
+      if (engine::connect_rc(e, c.qpn, a, &err) != 0) die(err);
       if (e.set_cc(c.qpn, o_.cc, o_.cc_params, &err) != 0) die(err);
     }
   }

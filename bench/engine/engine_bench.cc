@@ -79,17 +79,12 @@ struct Bed {
     for (int i = 0; i < 2; ++i) {
       std::string err;
       QpAttr a;
-      a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessRemoteWrite;
-      e[i]->modify_qp(qp[i], a, kQpState | kQpToInitRequired, &err);
-      a.qp_state = QpState::kRtr;
       a.path_mtu = 4096;
       a.dest_qp_num = qp[1 - i];
       a.ah_attr.dgid = e[1 - i]->config().gid;
       std::memcpy(a.ah_attr.dmac, e[1 - i]->config().mac, 6);
-      e[i]->modify_qp(qp[i], a, kQpState | kQpToRtrRequired, &err);
-      a.qp_state = QpState::kRts;
-      e[i]->modify_qp(qp[i], a, kQpState | kQpToRtsRequired, &err);
+      if (connect_rc(*e[i], qp[i], a, &err) != 0) std::abort();
       e[i]->set_cc(qp[i], "hpcc", {}, &err);
     }
     payload_ = payload;

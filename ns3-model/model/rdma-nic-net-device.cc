@@ -340,14 +340,7 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     eng::Engine& e = GetEngine();
     std::string err;
     eng::QpAttr a;
-    a.qp_state = eng::QpState::kInit;
     a.qp_access_flags = eng::kAccessRemoteWrite | eng::kAccessRemoteRead;
-    if (int rc = e.modify_qp(qpn, a, eng::kQpState | eng::kQpToInitRequired, &err); rc != 0)
-    {
-        NS_LOG_ERROR(err);
-        return rc;
-    }
-    a.qp_state = eng::QpState::kRtr;
     a.path_mtu = m_pathMtu;
     a.payload_bytes = m_payloadSize;
     a.dest_qp_num = peerQpn;
@@ -356,17 +349,9 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     a.ah_attr.vlan = m_vlan;
     a.ah_attr.pcp = m_priority;
     a.recovery = m_selectiveRepeat ? eng::Recovery::kSelectiveRepeat : eng::Recovery::kGoBackN;
-    const uint32_t rtr = eng::kQpState | eng::kQpToRtrRequired | eng::kQpRecovery;
-    if (int rc = e.modify_qp(qpn, a, rtr, &err); rc != 0)
-    {
-        NS_LOG_ERROR(err);
-        return rc;
-    }
-    a.qp_state = eng::QpState::kRts;
     a.timeout = m_qpTimeout;
     a.retry_cnt = m_retryCnt;
-    const uint32_t rts = eng::kQpState | eng::kQpToRtsRequired;
-    if (int rc = e.modify_qp(qpn, a, rts, &err); rc != 0)
+    if (int rc = eng::connect_rc(e, qpn, a, &err); rc != 0)
     {
         NS_LOG_ERROR(err);
         return rc;

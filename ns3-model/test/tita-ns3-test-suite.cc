@@ -843,25 +843,12 @@ class TitaGoldenTraceTestCase : public TestCase
             namespace eng = ::tita::engine;
             std::string err;
             eng::QpAttr at;
-            at.qp_state = eng::QpState::kInit;
             at.qp_access_flags = eng::kAccessRemoteWrite;
-            nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpToInitRequired, &err);
-            at.qp_state = eng::QpState::kRtr;
             at.dest_qp_num = peer->m_myQpn;
             at.ah_attr.dgid = wire::Gid::from_ipv4(peer->m_myIp.Get());
             peer->GetMacAddress().CopyTo(at.ah_attr.dmac);
-            NS_TEST_ASSERT_MSG_EQ(nic->GetEngine().modify_qp(s.qpn,
-                                                            at,
-                                                            eng::kQpState | eng::kQpToRtrRequired,
-                                                            &err),
-                                  0,
-                                  err);
-            at.qp_state = eng::QpState::kRts;
             at.timeout = 0; // no RTO in this script
-            NS_TEST_ASSERT_MSG_EQ(
-                nic->GetEngine().modify_qp(s.qpn, at, eng::kQpState | eng::kQpToRtsRequired, &err),
-                0,
-                err);
+            NS_TEST_ASSERT_MSG_EQ(eng::connect_rc(nic->GetEngine(), s.qpn, at, &err), 0, err);
         }
         nic->SetCc(s.qpn, m_cc, {});
         const ccl::FlowConfig link{rate, 12'000, 1024};

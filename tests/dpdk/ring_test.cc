@@ -91,20 +91,14 @@ struct RingPair {
     for (int i = 0; i < 2; ++i) {
       const int peer = 1 - i;
       QpAttr a;
-      a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-      bool ok = ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToInitRequired, &err) == 0;
-      a.qp_state = QpState::kRtr;
       a.path_mtu = 4096;
       a.dest_qp_num = ep[peer].qp;
       a.ah_attr.dgid = ep[peer].eng->config().gid;
       std::memcpy(a.ah_attr.dmac, port[peer].mac(), 6);
       a.ah_attr.traffic_class = traffic_class;
-      ok = ok && ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtrRequired, &err) == 0;
-      a.qp_state = QpState::kRts;
       a.timeout = 10;
-      ok = ok && ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtsRequired, &err) == 0;
-      if (!ok) return testing::AssertionFailure() << err;
+      if (connect_rc(*ep[i].eng, ep[i].qp, a, &err) != 0) return testing::AssertionFailure() << err;
     }
     return testing::AssertionSuccess();
   }
@@ -328,17 +322,12 @@ TEST(DpdkSteering, FramesReachTheEngineThatOwnsTheirQp) {
     for (int i = 0; i < 2; ++i) {
       const int peer = 1 - i;
       QpAttr a;
-      a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToInitRequired, &err), 0) << err;
-      a.qp_state = QpState::kRtr;
       a.dest_qp_num = ep[peer].qp;
       a.ah_attr.dgid = ep[peer].eng->config().gid;
       std::memcpy(a.ah_attr.dmac, port[peer].mac(), 6);
-      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtrRequired, &err), 0);
-      a.qp_state = QpState::kRts;
       a.timeout = 10;
-      ASSERT_EQ(ep[i].eng->modify_qp(ep[i].qp, a, kQpState | kQpToRtsRequired, &err), 0);
+      ASSERT_EQ(connect_rc(*ep[i].eng, ep[i].qp, a, &err), 0) << err;
       // net_ring has no rte_flow: the rule is refused and the inbox carries the frames.
       EXPECT_NE(h[i]->steer_qp(ep[i].qp, ep[peer].qp, &err), 0);
     }
@@ -393,17 +382,12 @@ TEST_P(DpdkGolden, DirectAndThroughTheHostDecideAlike) {
   const uint32_t peer_qpn = 0x99;
   const wire::Gid peer_gid = wire::Gid::from_ipv4(0x0b000901);
   QpAttr a;
-  a.qp_state = QpState::kInit;
-  ASSERT_EQ(e.modify_qp(qpn, a, kQpState | kQpToInitRequired, &err), 0) << err;
-  a.qp_state = QpState::kRtr;
   a.path_mtu = mtu;
   a.dest_qp_num = peer_qpn;
   a.ah_attr.dgid = peer_gid;
   std::memcpy(a.ah_attr.dmac, port[1].mac(), 6);
-  ASSERT_EQ(e.modify_qp(qpn, a, kQpState | kQpToRtrRequired, &err), 0) << err;
-  a.qp_state = QpState::kRts;
   a.timeout = 0;  // no RTO in this script
-  ASSERT_EQ(e.modify_qp(qpn, a, kQpState | kQpToRtsRequired, &err), 0) << err;
+  ASSERT_EQ(connect_rc(e, qpn, a, &err), 0) << err;
   ASSERT_EQ(e.set_cc(qpn, cc, {}, &err), 0) << err;
   golden::Direct direct;
   ASSERT_EQ(direct.init(cc, cc::FlowConfig{rate, 12'000, mtu}, total, mtu, &err), 0) << err;

@@ -40,9 +40,11 @@ int main(int argc, char** argv) {
   attr.timeout = 8;
   if (sr) attr.recovery = Recovery::kSelectiveRepeat;
   connect(net, 0, qp[0], 1, qp[1], attr, kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
-  std::vector<WrOpcode> ops = {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite,
-                               WrOpcode::kRdmaWriteWithImm, WrOpcode::kRdmaRead};
-  if (sr) ops.insert(ops.end(), {WrOpcode::kAtomicFetchAndAdd, WrOpcode::kAtomicCmpAndSwp});
+  const std::vector<WrOpcode> ops =
+      sr ? std::vector{WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite, WrOpcode::kRdmaWriteWithImm,
+                       WrOpcode::kRdmaRead, WrOpcode::kAtomicFetchAndAdd, WrOpcode::kAtomicCmpAndSwp}
+         : std::vector{WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite, WrOpcode::kRdmaWriteWithImm,
+                       WrOpcode::kRdmaRead};
   int expected = 0, receives = 0;
   for (int round = 0; round < 20; ++round) {
     for (WrOpcode op : ops) {

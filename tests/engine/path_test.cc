@@ -59,7 +59,7 @@ class PathControl : public test::ScriptedPeerTest {
     a.ah_attr.traffic_class = traffic_class;
     a.timeout = timeout;
     a.retry_cnt = retry_cnt;
-    open(cfg, a, 0, kQpTimeout | kQpRetryCnt);
+    open(cfg, a);
     eng->set_path_hook(
         +[](void* ctx, const PathEvent& e) { static_cast<PathControl*>(ctx)->events.push_back(e); }, this);
     base_sport = roce_udp_sport(qpn, kPeerQpn);

@@ -36,7 +36,7 @@ class Protocol : public test::ScriptedPeerTest {
     a.timeout = 4;  // 65.5 us
     a.retry_cnt = 2;
     a.rnr_retry = 1;
-    open(cfg, a, kQpMinRnrTimer | kQpRecovery, kQpTimeout | kQpRetryCnt | kQpRnrRetry);
+    open(cfg, a);
   }
 
   // A frame from the peer to our QP.
@@ -392,7 +392,7 @@ TEST_F(Protocol, AcksWaitingForThePortMergeIntoOne) {
   cfg.ack_req_every = 1;
   cfg.control_ring = 4;
   cfg.np.ack_echo = 1;
-  open(cfg, QpAttr{}, 0, 0);
+  open(cfg, QpAttr{});
   io.space = 0;
   va = mr.addr;
   dma_len = 16;

@@ -40,10 +40,10 @@ inline constexpr uint32_t kRqPsn = 500;  // the peer's first request PSN
 class ScriptedPeerTest : public testing::Test {
  protected:
   // Creates the engine, a 64 KB region, a CQ and the QP, and moves the QP to
-  // RTS towards the scripted peer. `a` carries what a test sets beyond the
-  // common attributes (RTR: path MTU 1024, peer QPN, kRqPsn, the peer's GID and
-  // MAC; RTS: kSqPsn), with the extra mask bits of each transition.
-  void open(const EngineConfig& cfg, QpAttr a, uint32_t extra_rtr_mask, uint32_t extra_rts_mask) {
+  // RTS towards the scripted peer (connect_rc). `a` carries what a test sets
+  // beyond the common attributes (remote read and write access, path MTU 1024,
+  // the peer's QPN, GID and MAC, kRqPsn, kSqPsn).
+  void open(const EngineConfig& cfg, QpAttr a) {
     eng = std::make_unique<Engine>(cfg, &io);
     pd = eng->alloc_pd();
     mem.assign(1 << 16, 0xee);
@@ -52,20 +52,14 @@ class ScriptedPeerTest : public testing::Test {
     ASSERT_EQ(eng->create_cq(256, &cq), 0);
     ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn), 0);
     std::string err;
-    a.qp_state = QpState::kInit;
     a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpToInitRequired, &err), 0) << err;
-    a.qp_state = QpState::kRtr;
     a.path_mtu = 1024;
     a.dest_qp_num = kPeerQpn;
     a.rq_psn = kRqPsn;
     a.ah_attr.dgid = peer_gid;
     std::memcpy(a.ah_attr.dmac, peer_mac, 6);
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpToRtrRequired | extra_rtr_mask, &err), 0)
-        << err;
-    a.qp_state = QpState::kRts;
     a.sq_psn = kSqPsn;
-    ASSERT_EQ(eng->modify_qp(qpn, a, kQpState | kQpToRtsRequired | extra_rts_mask, &err), 0) << err;
+    ASSERT_EQ(connect_rc(*eng, qpn, a, &err), 0) << err;
   }
 
   // The addressing of a frame from the peer to our QP; the test adds the rest.

@@ -244,18 +244,11 @@ inline void connect(SimNet& net, int ha, uint32_t qa, int hb, uint32_t qb, const
   auto bring_up = [&](int h, uint32_t q, int peer, uint32_t peer_qp) {
     std::string err;
     QpAttr a = base;
-    a.qp_state = QpState::kInit;
     a.qp_access_flags = access;
-    if (net.engine(h).modify_qp(q, a, kQpState | kQpToInitRequired, &err) != 0) throw std::runtime_error(err);
-    a.qp_state = QpState::kRtr;
     a.dest_qp_num = peer_qp;
     a.ah_attr.dgid = net.gid(peer);
     net.mac(peer, a.ah_attr.dmac);
-    const uint32_t rtr = kQpState | kQpToRtrRequired | kQpRecovery;
-    if (net.engine(h).modify_qp(q, a, rtr, &err) != 0) throw std::runtime_error(err);
-    a.qp_state = QpState::kRts;
-    const uint32_t rts = kQpState | kQpToRtsRequired;
-    if (net.engine(h).modify_qp(q, a, rts, &err) != 0) throw std::runtime_error(err);
+    if (connect_rc(net.engine(h), q, a, &err) != 0) throw std::runtime_error(err);
   };
   bring_up(ha, qa, hb, qb);
   bring_up(hb, qb, ha, qa);

@@ -93,6 +93,42 @@ TEST_F(Transitions, EachTransitionRequiresExactlyItsAttributes) {
   EXPECT_EQ(state(), QpState::kRts);
 }
 
+TEST_F(Transitions, ConnectRcAppliesEachFieldAtItsTransitionAndStopsAtTheFirstRefusal) {
+  a.qp_access_flags = kAccessRemoteRead;
+  a.path_mtu = 2048;
+  a.dest_qp_num = 0x123;
+  a.rq_psn = 77;
+  a.sq_psn = 99;
+  a.timeout = 9;
+  a.retry_cnt = 5;
+  a.max_dest_rd_atomic = 3;
+  a.recovery = Recovery::kSelectiveRepeat;
+  a.qp_state = QpState::kSqe;  // ignored
+  ASSERT_EQ(connect_rc(*eng, qpn, a, &err), 0) << err;
+  QpAttr q;
+  ASSERT_EQ(eng->query_qp(qpn, &q), 0);
+  EXPECT_EQ(q.qp_state, QpState::kRts);
+  EXPECT_EQ(q.qp_access_flags, kAccessRemoteRead);
+  EXPECT_EQ(q.path_mtu, 2048u);
+  EXPECT_EQ(q.dest_qp_num, 0x123u);
+  EXPECT_EQ(q.rq_psn, 77u);
+  EXPECT_EQ(q.sq_psn, 99u);
+  EXPECT_EQ(q.timeout, 9);
+  EXPECT_EQ(q.retry_cnt, 5);
+  EXPECT_EQ(q.max_dest_rd_atomic, 3);
+  EXPECT_EQ(q.recovery, Recovery::kSelectiveRepeat);
+  // A QP already in RTS: RESET->INIT is refused with modify_qp's message.
+  EXPECT_EQ(connect_rc(*eng, qpn, a, &err), -EINVAL);
+  EXPECT_NE(err.find("RTS->INIT"), std::string::npos) << err;
+  // A path MTU the IBA lacks: the QP stays in INIT, where the ladder stopped.
+  uint32_t other = 0;
+  ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &other), 0);
+  a.path_mtu = 3000;
+  EXPECT_EQ(connect_rc(*eng, other, a, &err), -EINVAL);
+  ASSERT_EQ(eng->query_qp(other, &q), 0);
+  EXPECT_EQ(q.qp_state, QpState::kInit);
+}
+
 TEST_F(Transitions, RtsToRtsCannotRewriteThePathOrThePsns) {
   up_to_rts();
   a.path_mtu = 4096;
@@ -207,7 +243,7 @@ class Rules : public test::ScriptedPeerTest {
     a.timeout = 4;  // 65.5 us
     a.retry_cnt = 3;
     a.max_dest_rd_atomic = max_dest_rd_atomic;
-    open(cfg, a, 0, 0);
+    open(cfg, a);
     std::string err;
     // Atomic access too, for the atomic rules.
     a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;

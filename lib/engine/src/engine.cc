@@ -1244,4 +1244,15 @@ int Engine::qp_info(uint32_t qp_num, QpInfo* out) const {
   return 0;
 }
 
+int connect_rc(Engine& eng, uint32_t qp_num, const QpAttr& attr, std::string* err) {
+  constexpr QpState kSteps[] = {QpState::kInit, QpState::kRtr, QpState::kRts};
+  constexpr uint32_t kMasks[] = {kQpToInitRequired, kQpToRtrRequired | kQpRecovery, kQpToRtsRequired};
+  QpAttr a = attr;
+  for (int i = 0; i < 3; ++i) {
+    a.qp_state = kSteps[i];
+    if (int rc = eng.modify_qp(qp_num, a, kQpState | kMasks[i], err); rc != 0) return rc;
+  }
+  return 0;
+}
+
 }  // namespace tita::engine

@@ -6,8 +6,8 @@
 //   MrInfo mr;  eng.reg_mr(pd, buf, len, kAccessLocalWrite | kAccessRemoteWrite, &mr);
 //   uint32_t cq;  eng.create_cq(1024, &cq);
 //   uint32_t qpn; eng.create_qp(pd, {.send_cq = cq, .recv_cq = cq}, &qpn);
-//   eng.modify_qp(qpn, attr, kQpState | kQpToInitRequired, &err);  // RESET -> INIT,
-//   ... kQpToRtrRequired ..., kQpToRtsRequired ...                   //  -> RTR -> RTS
+//   attr.dest_qp_num = peer_qpn; attr.rq_psn = peer_psn; attr.ah_attr = ...;
+//   connect_rc(eng, qpn, attr, &err);  // RESET -> INIT -> RTR -> RTS (modify_qp)
 //   eng.set_cc(qpn, "hpcc", {"eta=0.95"}, &err);
 //   eng.post_send(qpn, &wr, &bad);
 //   loop: eng.receive(now, frame, len) for each frame; eng.poll(now);
@@ -395,5 +395,18 @@ class Engine {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// Moves an RC QP from RESET to RTS in the three modify_qp calls a program
+// makes after the out-of-band exchange (perftest's TCP, rdma_cm), each
+// transition taking the fields of `attr` the IBA asks of it:
+//   RESET -> INIT  qp_access_flags, pkey_index, port_num
+//   INIT  -> RTR   ah_attr (the peer's GID and MAC), path_mtu (payload_bytes),
+//                  dest_qp_num, rq_psn (the peer's first PSN),
+//                  max_dest_rd_atomic, min_rnr_timer, recovery
+//   RTR   -> RTS   sq_psn (ours, as told to the peer), timeout, retry_cnt,
+//                  rnr_retry, max_rd_atomic
+// attr.qp_state is ignored. 0, or modify_qp's -errno with its message (the
+// QP is left in the state it reached).
+int connect_rc(Engine& eng, uint32_t qp_num, const QpAttr& attr, std::string* err);
 
 }  // namespace tita::engine
