@@ -1,0 +1,166 @@
+// tita-perf's client: asks the server for the test, runs it, reports (perf.h).
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "perf.h"
+
+namespace tita::perf {
+namespace {
+
+using engine::WrOpcode;
+
+uint64_t mono_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  return v[i];
+}
+
+}  // namespace
+
+// ---- client: runs the test and reports.
+void Perf::drive() {
+  std::string err;
+  setup_resources();
+  if (oob_.connect_to(o_.client, o_.tcp_port, 60, &err) != 0) die(err);
+  const json hello = {{"test", o_.test},         {"mode", o_.mode}, {"size", o_.size},
+                      {"qps", o_.qps},           {"mtu", o_.mtu},   {"recovery", o_.recovery},
+                      {"tx_depth", o_.tx_depth}, {"rate_gbps", o_.rate_gbps}, {"pace", o_.pace},
+                      {"check", o_.check},       {"info", local_info()}};
+  if (oob_.send(hello, &err) != 0) die(err);
+  json peer;
+  if (oob_.recv(&peer, &err) != 0) die(err);
+  connect(peer);
+  if (o_.test == "read") std::memset(mem_, 0, mem_len_);
+  json ready;
+  if (oob_.recv(&ready, &err) != 0) die(err);
+  if (o_.mode == "lat") {
+    latency();
+  } else {
+    bandwidth();
+  }
+  uint64_t bad = 0;
+  if (o_.check && o_.test == "read") {
+    for (uint32_t i = 0; i < o_.qps; ++i) bad += intact(i) ? 0 : 1;
+  }
+  json mine = qp_stats();
+  mine["check_failures"] = bad;
+  mine["seconds"] = elapsed_s_;
+  mine["messages"] = messages_;
+  mine["latency_us"] = latency_json_;
+  if (oob_.send({{"done", true}, {"client", mine}}, &err) != 0) die(err);
+  json server;
+  if (oob_.recv(&server, &err) != 0) die(err);
+  report(mine, server.value("server", json::object()));
+  // This end closes its port first, then lets the server close its own. The
+  // engine leaves telemetry first: a scrape after it is gone would read freed memory.
+  dpdk::telemetry_withdraw(telemetry_id_);
+  host_.reset();
+  port_.close();
+  oob_.send({{"bye", true}}, &err);
+}
+
+void Perf::bandwidth() {
+  const WrOpcode op = opcode();
+  std::ofstream series;
+  if (!o_.series.empty()) {
+    series.open(o_.series);
+    if (!series) die("cannot write " + o_.series);
+    series << "t_ns,qpn,goodput_bps,rate_bps,cwnd_bytes,inflight_bytes,retransmitted\n";
+  }
+  const uint64_t start = clock_.now_ns();
+  const uint64_t end = start + static_cast<uint64_t>(o_.duration_s * 1e9);
+  const uint64_t interval = static_cast<uint64_t>(o_.series_interval_us * 1e3);
+  uint64_t next_sample = start + interval;
+  uint64_t total_posted = 0;
+  const uint64_t limit = o_.iters ? o_.iters * o_.qps : UINT64_MAX;
+  bool posting = true;
+  for (;;) {
+    const uint64_t now = clock_.now_ns();
+    if (g_stop || (o_.iters == 0 && now >= end)) posting = false;
+    if (posting) {
+      for (Conn& c : conns_) {
+        while (c.outstanding < o_.tx_depth && total_posted < limit) {
+          if (!post_send(c, static_cast<uint32_t>(&c - conns_.data()), op)) break;
+          ++c.outstanding;
+          ++c.posted;
+          ++total_posted;
+        }
+      }
+      if (total_posted >= limit) posting = false;
+    }
+    const uint32_t got = host_->poll_once(now);
+    drain([&](const engine::WorkCompletion& wc) {
+      Conn& c = conn_of(wc.qp_num);
+      --c.outstanding;
+      ++c.completed;
+      c.bytes += o_.size;
+      ++messages_;
+    });
+    if (series.is_open() && now >= next_sample) {
+      for (Conn& c : conns_) {
+        engine::QpInfo info;
+        host_->engine().qp_info(c.qpn, &info);
+        const double goodput = static_cast<double>(c.bytes - c.last_bytes) * 8e9 / static_cast<double>(interval);
+        series << mono_ns() << "," << c.qpn << "," << static_cast<uint64_t>(goodput) << "," << info.rate_bps << ","
+               << (info.cwnd_bytes == UINT64_MAX ? 0 : info.cwnd_bytes) << "," << info.inflight_bytes << ","
+               << host_->engine().qp_counters(c.qpn)->retransmitted_packets << "\n";
+        c.last_bytes = c.bytes;
+      }
+      next_sample += interval;
+    }
+    bool finished = !posting;
+    for (const Conn& c : conns_) finished = finished && c.outstanding == 0;
+    if (finished) break;
+    idle(now, got);
+    if (g_stop && now > end + 1'000'000'000) break;  // interrupted: stop waiting for stragglers
+  }
+  elapsed_s_ = static_cast<double>(clock_.now_ns() - start) / 1e9;
+}
+
+void Perf::latency() {
+  Conn& c = conns_[0];
+  const WrOpcode op = opcode();
+  const bool echo = o_.test != "read";
+  if (echo) {
+    for (uint32_t k = 0; k < o_.tx_depth; ++k) post_recv(c, 0);
+  }
+  const uint64_t n = o_.iters ? o_.iters : 10000;
+  std::vector<double> rtt_us;
+  rtt_us.reserve(n);
+  const uint64_t start = clock_.now_ns();
+  for (uint64_t i = 0; i < n && !g_stop; ++i) {
+    const uint64_t t0 = clock_.now_ns();
+    if (!post_send(c, 0, op)) die("post_send failed");
+    bool got = false;
+    while (!got && !g_stop) {
+      host_->poll_once(clock_.now_ns());
+      drain([&](const engine::WorkCompletion& wc) {
+        const bool reply = wc.opcode == engine::WcOpcode::kRecv || wc.opcode == engine::WcOpcode::kRecvRdmaWithImm;
+        if (reply) post_recv(c, 0);
+        if (echo ? reply : wc.opcode == engine::WcOpcode::kRdmaRead) got = true;
+      });
+    }
+    rtt_us.push_back(static_cast<double>(clock_.now_ns() - t0) / 1e3);
+    ++messages_;
+  }
+  elapsed_s_ = static_cast<double>(clock_.now_ns() - start) / 1e9;
+  // Like perftest: one-way latency is half the round trip for ping-pong tests;
+  // a READ's latency is its whole round trip.
+  const double div = echo ? 2 : 1;
+  for (double& v : rtt_us) v /= div;
+  latency_json_ = {{"p50", percentile(rtt_us, 0.5)},
+                   {"p99", percentile(rtt_us, 0.99)},
+                   {"p999", percentile(rtt_us, 0.999)},
+                   {"min", rtt_us.empty() ? 0 : *std::min_element(rtt_us.begin(), rtt_us.end())},
+                   {"samples", rtt_us.size()}};
+}
+
+}  // namespace tita::perf

@@ -1,0 +1,65 @@
+// tita-perf's options: the command line, and the test a client asks a server
+// for (its hello comes over the network and is checked by the same limits).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tita::perf {
+
+struct Options {
+  std::string port = "0";
+  std::string ip = "10.0.0.1";
+  std::string mac;  // empty: the port's
+  bool server = false;
+  std::string client;  // server host for the out-of-band connection
+  uint16_t tcp_port = 18515;
+  std::string test = "write";
+  std::string mode = "bw";
+  uint32_t size = 65536;
+  uint32_t qps = 1;
+  uint32_t tx_depth = 128;
+  uint64_t iters = 0;  // 0: run for `duration`
+  double duration_s = 2;
+  uint32_t mtu = 4096;
+  std::string cc = "none";
+  std::vector<std::string> cc_params;
+  std::vector<std::string> cc_plugins;
+  std::string recovery = "gbn";
+  double rate_gbps = 100;
+  bool pace = false;
+  bool loopback = false;
+  uint32_t clients = 1;       // server: how many clients to serve at once
+  bool idle_sleep = false;    // sleep while the engine has nothing to do (processes sharing a core)
+  double base_rtt_us = 10;    // congestion control's base RTT
+  double pacing_slack_us = 0; // sending time a late poll may catch up
+  bool quiet = false;  // no report (the in-process server of --loopback)
+  bool check = false;
+  bool zero_copy = false;
+  bool json_out = false;
+  std::string series;
+  double series_interval_us = 1000;
+  uint8_t timeout = 14;
+  uint8_t dscp = 26;
+  uint32_t ack_req_every = 1;
+  std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
+  bool mtu_given = false;      // server: its own --mtu, not the client's
+  bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange
+  std::string peer_gid;        // send to this GID instead of the one the peer reports
+  double linger_s = 0;         // after a failed work request: keep the engine up this long
+  std::string fault;           // an injected application fault: no-recv, bad-rkey, bad-psn
+};
+
+// Why a client's test cannot be served, or empty: the command line's limits
+// (test, mode, recovery, MTU, size, QPs, depth, rate).
+std::string check_test(const Options& o);
+
+// The command line, `<EAL args> -- [options]`: reads tita-perf's options (after
+// "--"; a lone --help or -h is tita-perf's too), loads the plug-ins they name
+// and checks the congestion control, all before EAL starts, so help and a bad
+// option need no EAL arguments and start nothing. Returns -1 to go on, with
+// *eal_argc the arguments EAL is to read; otherwise the exit code (0 after help).
+int parse_command_line(int argc, char** argv, Options* o, int* eal_argc);
+
+}  // namespace tita::perf

@@ -1,0 +1,223 @@
+// tita-perf's port, engine, resources and connection (perf.h).
+#include "perf.h"
+
+#include <arpa/inet.h>
+#include <rte_ether.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "tita/wire/dodge.h"
+#include "tita/wire/psn.h"
+
+namespace tita::perf {
+
+using engine::Engine;
+using engine::WrOpcode;
+
+volatile std::sig_atomic_t g_stop = 0;
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+namespace {
+
+std::string mac_string(const uint8_t* m) {
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return b;
+}
+
+bool parse_mac(const std::string& s, uint8_t* out) {
+  rte_ether_addr a;
+  if (rte_ether_unformat_addr(s.c_str(), &a) != 0) return false;
+  std::memcpy(out, a.addr_bytes, 6);
+  return true;
+}
+
+// Host order, as wire::Gid::from_ipv4 takes it.
+bool parse_ipv4(const std::string& s, uint32_t* out) {
+  in_addr a;
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
+  *out = ntohl(a.s_addr);
+  return true;
+}
+
+void fill(uint8_t* p, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());
+}
+
+}  // namespace
+
+int Perf::run() {
+  setup_port();
+  if (o_.server) {
+    serve();
+  } else {
+    drive();
+  }
+  return 0;
+}
+
+// The port: before anything else.
+void Perf::setup_port() {
+  std::string err;
+  dpdk::PortConfig pc;
+  if (port_.open(o_.port, pc, &err) != 0) die(err);
+}
+
+// The engine host: once the test's parameters are known (the server learns them).
+void Perf::setup_engine() {
+  uint32_t ip;
+  if (!parse_ipv4(o_.ip, &ip)) die("--ip " + o_.ip + " is not an IPv4 address");
+  engine::EngineConfig cfg;
+  cfg.gid = wire::Gid::from_ipv4(ip);
+  cfg.line_rate_bps = static_cast<uint64_t>(o_.rate_gbps * 1e9);
+  cfg.ack_req_every = o_.ack_req_every;
+  cfg.pace_line_rate = o_.pace;
+  cfg.base_rtt_ns = static_cast<uint64_t>(o_.base_rtt_us * 1e3);
+  cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
+  wire::parse_dodge_field(o_.dodge, &cfg.path.field);  // checked by the option
+  if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
+  host_ = std::make_unique<dpdk::EngineHost>(
+      port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});
+  telemetry_id_ = dpdk::telemetry_publish(host_.get(), o_.server ? "tita-perf server" : "tita-perf client");
+}
+
+// Buffers, MR, CQ and QPs for --size and --qps (the server learns them from the client).
+void Perf::setup_resources() {
+  std::string err;
+  setup_engine();
+  Engine& e = host_->engine();
+  mem_len_ = region() * total_qps();
+  mem_ = static_cast<uint8_t*>(std::aligned_alloc(4096, mem_len_));
+  if (mem_ == nullptr) die("cannot allocate " + std::to_string(mem_len_) + " bytes");
+  expected_.assign(mem_len_, 0);
+  // Each client's QP i fills its region with pattern 1000 + i.
+  for (uint32_t i = 0; i < total_qps(); ++i) fill(expected_.data() + i * region(), o_.size, 1000 + i % o_.qps);
+  std::memcpy(mem_, expected_.data(), mem_len_);
+  if (o_.zero_copy && host_->register_memory(mem_, mem_len_, &err) != 0) die(err);
+  pd_ = e.alloc_pd();
+  const uint32_t access = engine::kAccessLocalWrite | engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
+  if (e.reg_mr(pd_, mem_, mem_len_, access, &mr_) != 0) die("reg_mr failed");
+  if (e.create_cq(std::max<uint32_t>(4096, 2 * total_qps() * o_.tx_depth), &cq_) != 0) die("create_cq failed");
+  conns_.resize(total_qps());
+  for (Conn& c : conns_) {
+    const engine::QpInitAttr qa{.send_cq = cq_, .recv_cq = cq_, .max_send_wr = o_.tx_depth + 1,
+                                .max_recv_wr = o_.tx_depth + 1, .max_sge = 1};
+    if (e.create_qp(pd_, qa, &c.qpn) != 0) die("create_qp failed");
+    c.psn = static_cast<uint32_t>(psn_rng_()) & wire::kPsnMask;
+  }
+}
+
+// What client k (0 for a client itself) needs: its slice of QPs and buffer regions.
+json Perf::local_info(uint32_t k) const {
+  json qpns = json::array();
+  json psns = json::array();
+  for (uint32_t i = 0; i < o_.qps; ++i) {
+    qpns.push_back(conns_[k * o_.qps + i].qpn);
+    psns.push_back(conns_[k * o_.qps + i].psn);
+  }
+  return {{"qpns", qpns},
+          {"psns", psns},
+          {"gid", o_.ip},
+          {"mac", mac_string(host_->engine().config().mac)},
+          {"addr", mr_.addr + k * o_.qps * region()},
+          {"rkey", mr_.rkey},
+          {"region", region()}};
+}
+
+// RESET -> INIT -> RTR -> RTS: our QPs of client k against the peer's QPs.
+void Perf::connect(const json& peer, uint32_t k) {
+  Engine& e = host_->engine();
+  uint32_t ip;
+  if (!parse_ipv4(peer.at("gid").get<std::string>(), &ip)) die("peer sent a bad GID");
+  if (!o_.peer_gid.empty() && !parse_ipv4(o_.peer_gid, &ip)) die("--peer-gid " + o_.peer_gid + " is not IPv4");
+  uint8_t mac[6] = {};  // all zero: the engine resolves it by ARP
+  if (!o_.arp && !parse_mac(peer.at("mac").get<std::string>(), mac)) die("peer sent a bad MAC");
+  const auto& qpns = peer.at("qpns");
+  const auto& psns = peer.at("psns");
+  if (qpns.size() != o_.qps || psns.size() != o_.qps) {
+    die("peer has " + std::to_string(qpns.size()) + " QPs, we have " + std::to_string(o_.qps));
+  }
+  peer_addr_ = peer.at("addr").get<uint64_t>();
+  peer_rkey_ = peer.at("rkey").get<uint32_t>();
+  if (o_.fault == "bad-rkey") peer_rkey_ ^= 0x00a50000;  // a key the peer never handed out
+  peer_region_ = peer.at("region").get<uint64_t>();
+  std::string err;
+  for (uint32_t i = 0; i < o_.qps; ++i) {
+    Conn& c = conns_[k * o_.qps + i];
+    c.peer_qpn = qpns[i].get<uint32_t>();
+    engine::QpAttr a;
+    a.qp_access_flags = engine::kAccessRemoteWrite | engine::kAccessRemoteRead;
+    a.path_mtu = o_.mtu;
+    a.dest_qp_num = c.peer_qpn;
+    a.rq_psn = psns[i].get<uint32_t>() & wire::kPsnMask;
+    // bad-psn: start from another PSN than the one told to the peer.
+    a.sq_psn = o_.fault == "bad-psn" ? (c.psn + 0x1000) & wire::kPsnMask : c.psn;
+    a.ah_attr.dgid = wire::Gid::from_ipv4(ip);
+    std::memcpy(a.ah_attr.dmac, mac, 6);
+    a.ah_attr.traffic_class = static_cast<uint8_t>(o_.dscp << 2);
+    a.recovery = o_.recovery == "sr" ? engine::Recovery::kSelectiveRepeat : engine::Recovery::kGoBackN;
+    a.timeout = o_.timeout;
+    if (engine::connect_rc(e, c.qpn, a, &err) != 0) die(err);
+    if (e.set_cc(c.qpn, o_.cc, o_.cc_params, &err) != 0) die(err);
+  }
+}
+
+void Perf::post_recv(Conn& c, uint32_t i) {
+  engine::Sge sge{mr_.addr + i * region(), o_.size, mr_.lkey};
+  engine::RecvWr wr;
+  wr.wr_id = i;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  if (host_->engine().post_recv(c.qpn, &wr, nullptr) != 0) die("post_recv failed");
+}
+
+bool Perf::post_send(Conn& c, uint32_t i, WrOpcode op) {
+  engine::Sge sge{mr_.addr + i * region(), o_.size, mr_.lkey};
+  engine::SendWr wr;
+  wr.wr_id = i;
+  wr.opcode = op;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.rdma.remote_addr = peer_addr_ + i * peer_region_;
+  wr.rdma.rkey = peer_rkey_;
+  return host_->engine().post_send(c.qpn, &wr, nullptr) == 0;
+}
+
+WrOpcode Perf::opcode() const {
+  if (o_.test == "send") return WrOpcode::kSend;
+  if (o_.test == "read") return WrOpcode::kRdmaRead;
+  return o_.mode == "lat" ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
+}
+
+// A failed work request ends the run; with --linger the engine (and its
+// telemetry, for tita-doctor) stays up and answering for that long first.
+void Perf::fail(const std::string& msg) {
+  std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
+  const uint64_t until = clock_.now_ns() + static_cast<uint64_t>(o_.linger_s * 1e9);
+  while (!g_stop && clock_.now_ns() < until) {
+    const uint64_t now = clock_.now_ns();
+    idle(now, host_->poll_once(now));
+  }
+  std::exit(1);
+}
+
+// Between polls, with nothing received: sleep until the engine's next deadline
+// (at most 200 us), so several processes can share one core. Off: spin.
+void Perf::idle(uint64_t now, uint32_t received) {
+  if (!o_.idle_sleep || received > 0) return;
+  const uint64_t wake = host_->engine().next_wakeup_ns();
+  if (wake <= now + 2'000) return;
+  const uint64_t ns = std::min<uint64_t>(wake - now, 200'000);
+  timespec ts{0, static_cast<long>(ns)};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace tita::perf

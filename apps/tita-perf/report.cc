@@ -1,0 +1,89 @@
+// tita-perf's counters and result line (perf.h).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "perf.h"
+
+namespace tita::perf {
+
+json Perf::qp_stats() const {
+  uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
+  uint64_t rnr = 0, int_records = 0, ecn_ce = 0, path_changes = 0, path_follows = 0;
+  for (const Conn& c : conns_) {
+    const engine::QpCounters& q = *host_->engine().qp_counters(c.qpn);
+    retx += q.retransmitted_packets;
+    cnps_rx += q.cnps_received;
+    cnps_tx += q.cnps_sent;
+    timeouts += q.timeouts;
+    tx_packets += q.tx_data_packets;
+    rx_packets += q.rx_packets;
+    naks += q.nak_seq_received + q.nak_seq_sent;
+    rnr += q.rnr_nak_received + q.rnr_nak_sent;
+    int_records += q.int_records_received;
+    ecn_ce += q.ecn_ce_received;
+    rtt = std::max(rtt, q.last_rtt_ns);
+    path_changes += q.path_changes;
+    path_follows += q.path_follows;
+  }
+  const auto& ec = host_->engine().counters();
+  return {{"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
+          {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
+          {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped},
+          {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
+          {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"tx_oversize", host_->counters().tx_oversize}, {"zero_copy_frames", host_->counters().tx_zero_copy},
+          {"path_changes", path_changes}, {"path_follows", path_follows}};
+}
+
+void Perf::report(const json& client, const json& server) {
+  const double secs = client.value("seconds", 0.0);
+  const double msgs = client.value("messages", 0.0);
+  const double gbps = secs > 0 ? msgs * o_.size * 8 / secs / 1e9 : 0;
+  const double mmsg = secs > 0 ? msgs / secs / 1e6 : 0;
+  const double mpps = secs > 0 ? client.value("data_packets", 0.0) / secs / 1e6 : 0;
+  const uint64_t failures = client.value("check_failures", 0ull) + server.value("check_failures", 0ull);
+  json out = {{"role", o_.server ? "server" : "client"},
+              {"test", o_.test},
+              {"mode", o_.mode},
+              {"size", o_.size},
+              {"qps", o_.qps},
+              {"cc", o_.cc},
+              {"recovery", o_.recovery},
+              {"mtu", o_.mtu},
+              {"seconds", secs},
+              {"messages", msgs},
+              {"gbps", gbps},
+              {"msg_rate_mpps", mmsg},
+              {"pkt_rate_mpps", mpps},
+              {"client", client},
+              {"server", server},
+              {"check", o_.check ? (failures == 0 ? "ok" : "FAILED") : "off"}};
+  if (o_.mode == "lat") out["latency_us"] = client.value("latency_us", json::object());
+  if (o_.quiet) {
+    // nothing to print
+  } else if (o_.json_out) {
+    std::printf("%s\n", out.dump().c_str());
+  } else if (o_.mode == "bw") {
+    std::printf("%-6s %9s %4s %10s %9s %9s %9s %8s %8s %6s\n", "test", "bytes", "qps", "messages", "Gb/s",
+                "Mmsg/s", "Mpps", "retx", "CNPs", "check");
+    std::printf("%-6s %9u %4u %10.0f %9.3f %9.4f %9.4f %8llu %8llu %6s\n", o_.test.c_str(), o_.size, o_.qps, msgs,
+                gbps, mmsg, mpps,
+                static_cast<unsigned long long>(client.value("retransmitted_packets", 0ull)),
+                static_cast<unsigned long long>(client.value("cnps_received", 0ull)),
+                out["check"].get<std::string>().c_str());
+  } else {
+    const json& l = out["latency_us"];
+    std::printf("%-6s %9s %9s %9s %9s %9s %9s\n", "test", "bytes", "samples", "min_us", "p50_us", "p99_us",
+                "p99.9_us");
+    std::printf("%-6s %9u %9llu %9.2f %9.2f %9.2f %9.2f\n", o_.test.c_str(), o_.size,
+                static_cast<unsigned long long>(l.value("samples", 0ull)), l.value("min", 0.0),
+                l.value("p50", 0.0), l.value("p99", 0.0), l.value("p999", 0.0));
+  }
+  std::fflush(stdout);
+  if (failures > 0) {
+    std::fprintf(stderr, "tita-perf: data check FAILED in %llu places\n", static_cast<unsigned long long>(failures));
+    std::exit(3);
+  }
+}
+
+}  // namespace tita::perf
