@@ -148,7 +148,25 @@ def hostile_clients(perf, work):
         print(f"ok   a client sending {what}: exit 1, {lines[0]}")
 
 
+def command_line(perf):
+    """tita-perf's options are read before EAL starts: its help needs no EAL
+    arguments (EAL's own help is not what `--help` should print), and a bad
+    option is one line, exit 2, with no EAL output (EAL never started)."""
+    for args in (["--help"], ["-l", "0", "--no-pci", "--", "--help"]):
+        r = subprocess.run([perf] + args, capture_output=True, text=True, timeout=30)
+        if r.returncode != 0 or "--client" not in r.stdout or "EAL: " in r.stdout + r.stderr:
+            raise AssertionError(f"tita-perf {' '.join(args)}: exit {r.returncode}, {r.stdout[-300:]}{r.stderr[-300:]}")
+    for args, expect in ((["-l", "0", "--", "--size", "0"], "--size: Value 0 not in range"),
+                         (["-l", "0", "--", "--client", "h", "--cc", "reno"], "unknown congestion control 'reno'"),
+                         ([], "give --server, --client HOST or --loopback")):
+        r = subprocess.run([perf] + args, capture_output=True, text=True, timeout=30)
+        if r.returncode == 0 or expect not in r.stderr or "EAL: " in r.stderr:
+            raise AssertionError(f"tita-perf {' '.join(args)}: exit {r.returncode}, stderr {r.stderr[-300:]!r}")
+    print("ok   tita-perf --help and bad options before EAL starts")
+
+
 def vhost(perf, work):
+    command_line(perf)
     sock = os.path.join(work, "vhost.sock")
     if os.path.exists(sock):
         os.unlink(sock)
