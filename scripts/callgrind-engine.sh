@@ -5,8 +5,11 @@
 # valgrind cannot run AVX-512).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -f build-cg/build.ninja ]; then
-  meson setup build-cg --buildtype=release -Dnative=false -Dfuzz=disabled
+opts=(--buildtype=release -Dnative=false -Dbenchmarks=enabled -Dfuzz=disabled -Dns3=disabled -Dtests=false)
+if [ -f build-cg/build.ninja ]; then
+  meson configure build-cg "${opts[@]}" >/dev/null  # a build-cg set up otherwise is brought to these
+else
+  meson setup build-cg "${opts[@]}" >/dev/null
 fi
 ninja -C build-cg bench/engine/engine_bench
 for size in 64 4096; do

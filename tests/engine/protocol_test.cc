@@ -26,9 +26,10 @@ class Protocol : public test::ScriptedPeerTest {
  protected:
   void SetUp() override { make(Recovery::kGoBackN); }
 
-  void make(Recovery recovery, uint32_t ack_req_every = 1000) {
+  void make(Recovery recovery, uint32_t ack_req_every = 1000, uint32_t ooo_slots = 8192) {
     EngineConfig cfg;
     cfg.ack_req_every = ack_req_every;
+    cfg.ooo_slots = ooo_slots;
     cfg.ack_unsolicited = 1000;
     QpAttr a;
     a.min_rnr_timer = 3;
@@ -859,6 +860,30 @@ TEST_F(Protocol, AnOutOfOrderFloodInSelectiveRepeatStaysWithinTheWindow) {
   EXPECT_LE(c.ooo_buffered, 256u);
   EXPECT_GT(c.ooo_buffered, 0u);
   EXPECT_TRUE(completions().empty());
+}
+
+TEST_F(Protocol, TheOutOfOrderPoolKeepsAtMostItsSlotsAndEveryKeptFrameExecutesOnceTheHoleFills) {
+  // A pool of 40 slots for a window of 256: PSNs 2..100 ahead of the hole at
+  // 1, 40 kept and 59 refused (counted); the sender would resend the rest. Once
+  // PSN 1 arrives, the 40 kept execute in order: the SEND's first 41 packets
+  // are in the receive buffer, byte for byte.
+  make(Recovery::kSelectiveRepeat, 1000, 40);
+  post_recv(0, 1 << 16, 1);
+  deliver(from_tita(from_peer(Opcode::kSendFirst, kRqPsn, 1024)));
+  for (uint32_t k = 2; k <= 100; ++k) deliver(from_tita(from_peer(Opcode::kSendMiddle, kRqPsn + k, 1024)));
+  EXPECT_EQ(eng->qp_counters(qpn)->ooo_buffered, 40u);
+  EXPECT_EQ(eng->counters().ooo_pool_full, 59u);
+  deliver(from_tita(from_peer(Opcode::kSendMiddle, kRqPsn + 1, 1024)));
+  QpInfo info;
+  ASSERT_EQ(eng->qp_info(qpn, &info), 0);
+  EXPECT_EQ(info.epsn, wire::psn_add(kRqPsn, 42));  // 0, the hole 1, and 2..41 kept
+  for (uint32_t k = 0; k <= 41; ++k) {
+    const std::vector<uint8_t> f = from_peer(Opcode::kSendMiddle, kRqPsn + k, 1024);
+    wire::Packet p;
+    ASSERT_EQ(wire::parse(f.data(), static_cast<uint32_t>(f.size()), &p), wire::ParseError::kOk);
+    ASSERT_EQ(0, std::memcmp(mem.data() + k * 1024, p.payload(), 1024)) << "packet " << k;
+  }
+  EXPECT_TRUE(completions().empty());  // the SEND has no Last yet
 }
 
 TEST(Verbs, PostingChecksItsArguments) {

@@ -522,6 +522,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     qp->atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
     qp->atomic_next = 0;
     qp->flow.init(*qp->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, qp->mtu()}, m.now_ns);
+    if (q.recovery == Recovery::kSelectiveRepeat) m.ooo_reserve(*qp);
   }
   if (to == QpState::kError) {
     if (from != QpState::kError) {
@@ -1180,15 +1181,33 @@ void Engine::Impl::loop_deliver() {
 
 // ---------------------------------------------------------------- out-of-order slots
 
-uint32_t Engine::Impl::ooo_alloc() {
-  if (ooo_free != kNil) {
-    const uint32_t s = ooo_free;
-    ooo_free = ooo[s].next;
-    return s;
+void Engine::Impl::ooo_reserve(Qp& qp) {
+  if (qp.ooo_share) return;
+  qp.ooo_share = true;
+  ooo_wanted += cfg.sr_window;
+  if (ooo_slot_bytes == 0) {
+    // A frame of the largest path MTU with every header, extension and trailer.
+    ooo_slot_bytes = cfg.max_frame_bytes != 0 ? cfg.max_frame_bytes
+                                              : wire::HeaderTemplate::kMaxFixedBytes + 32 + 4096 + 8 +
+                                                    wire::kMaxTelemetryBytes;
   }
-  if (ooo.size() >= cfg.ooo_slots) return kNil;
-  ooo.emplace_back();
-  return static_cast<uint32_t>(ooo.size() - 1);
+  const uint64_t want = std::min<uint64_t>(ooo_wanted, cfg.ooo_slots);
+  if (ooo.size() >= want) return;
+  const size_t add = want - ooo.size();
+  uint8_t* arena = ooo_arenas.emplace_back(new uint8_t[add * ooo_slot_bytes]).get();
+  for (size_t i = 0; i < add; ++i) {
+    OooSlot& s = ooo.emplace_back();
+    s.frame = arena + i * ooo_slot_bytes;
+    s.next = ooo_free;
+    ooo_free = static_cast<uint32_t>(ooo.size() - 1);
+  }
+}
+
+uint32_t Engine::Impl::ooo_alloc() {
+  if (ooo_free == kNil) return kNil;
+  const uint32_t s = ooo_free;
+  ooo_free = ooo[s].next;
+  return s;
 }
 
 void Engine::Impl::ooo_release(uint32_t slot) {
@@ -1204,6 +1223,8 @@ void Engine::Impl::drop_ooo(Qp& qp) {
   }
   qp.ooo_head = kNil;
   qp.ooo_count = 0;
+  if (qp.ooo_share) ooo_wanted -= cfg.sr_window;  // the slots stay in the pool, free
+  qp.ooo_share = false;
 }
 
 // ---------------------------------------------------------------- introspection

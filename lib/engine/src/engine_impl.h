@@ -236,6 +236,7 @@ struct Qp {
   EventKind closing_event = EventKind::kQpFatal;
   uint32_t ooo_head = kNil;  // selective repeat: kept frames, by PSN
   uint32_t ooo_count = 0;
+  bool ooo_share = false;    // selective repeat in RTR/RTS: counts sr_window slots towards the pool
   cc::NpState np;
 
   // ---- congestion control
@@ -264,8 +265,11 @@ struct Qp {
 };
 
 // A frame the responder keeps until the packets before it arrive.
+// A kept out-of-order frame: its bytes live in the slot's part of an arena
+// allocated when the pool grows (at a QP's INIT->RTR), never on the data path.
 struct OooSlot {
-  std::vector<uint8_t> frame;
+  uint8_t* frame = nullptr;
+  uint32_t len = 0;
   uint32_t psn = 0;
   uint32_t next = kNil;
 };
@@ -326,7 +330,13 @@ struct Engine::Impl {
   uint32_t control_count = 0;
   uint64_t control_popped = 0;  // control frames sent so far: the head's absolute position
   std::vector<OooSlot> ooo;
+  // Left uninitialised: an arena is address space until slots are written
+  // (large allocations are mapped on demand), so an engine of many idle
+  // selective-repeat QPs (ns-3 at thousands of hosts) stays small.
+  std::vector<std::unique_ptr<uint8_t[]>> ooo_arenas;
   uint32_t ooo_free = kNil;
+  uint64_t ooo_wanted = 0;     // sr_window per selective-repeat QP in RTR or RTS
+  uint32_t ooo_slot_bytes = 0;  // the largest frame a slot keeps
   uint64_t now_ns = 0;
   PathHook path_hook = nullptr;
   void* path_ctx = nullptr;
@@ -385,9 +395,12 @@ struct Engine::Impl {
   void arp_tick();       // arp_deadline_ns passed: ask again or give up
   void learn(uint32_t ipv4, const uint8_t mac[6], bool permanent);
   void send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8_t target_mac[6], uint32_t target_ip);
-  uint32_t ooo_alloc();
+  // The pool grows to sr_window slots per selective-repeat QP (at most
+  // ooo_slots) when a QP reaches RTR; drop_ooo() gives the QP's share back.
+  void ooo_reserve(Qp& qp);
+  uint32_t ooo_alloc();  // a free slot, or kNil
   void ooo_release(uint32_t slot);
-  void drop_ooo(Qp& qp);
+  void drop_ooo(Qp& qp);  // frees the QP's kept frames and its share
 
   // ---- requester.cc
   bool has_work(const Qp& qp) const;

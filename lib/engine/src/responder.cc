@@ -168,8 +168,7 @@ struct Responder {
 
   // Selective repeat: keeps a copy of the frame in PSN order, once.
   void keep() {
-    // Allocate before walking: the slot pool may grow, and moves its elements.
-    const uint32_t slot = m.ooo_alloc();
+    const uint32_t slot = pkt.frame_len <= m.ooo_slot_bytes ? m.ooo_alloc() : kNil;
     if (slot == kNil) {
       ++m.counters.ooo_pool_full;
       return;
@@ -181,7 +180,8 @@ struct Responder {
       return;
     }
     OooSlot& s = m.ooo[slot];
-    s.frame.assign(pkt.frame, pkt.frame + pkt.frame_len);
+    std::memcpy(s.frame, pkt.frame, pkt.frame_len);
+    s.len = pkt.frame_len;
     s.psn = psn;
     s.next = *link;
     *link = slot;
@@ -484,7 +484,7 @@ void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
     if (d == 0) {
       wire::Packet kept;
       const OooSlot& s = ooo[slot];
-      if (wire::parse(s.frame.data(), static_cast<uint32_t>(s.frame.size()), &kept, {.verify_icrc = false}) ==
+      if (wire::parse(s.frame, s.len, &kept, {.verify_icrc = false}) ==
           wire::ParseError::kOk) {
         Responder{*this, qp, kept, true}.run();
       }

@@ -186,7 +186,7 @@ struct EngineCounters {
   uint64_t tx_frames = 0;
   uint64_t control_ring_full = 0;  // ACK/NAK/CNP dropped: host out of tx space for long
   uint64_t control_coalesced = 0;  // ACKs that replaced their QP's waiting ACK (ring full)
-  uint64_t ooo_pool_full = 0;      // out-of-order frame dropped: no slot
+  uint64_t ooo_pool_full = 0;      // out-of-order frame dropped: no free slot (or larger than one)
   uint64_t loopback_frames = 0;    // frames to our own GID, delivered internally
   uint64_t loopback_drops = 0;     // frames to our own GID lost: the loop was full
   uint64_t arp_requests_sent = 0;
