@@ -628,7 +628,7 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
   Qp* qp = m.qp_by_num(qp_num);
   for (; wr != nullptr; wr = wr->next) {
     int rc = 0;
-    const bool atomic = wr->opcode == WrOpcode::kAtomicCmpAndSwp || wr->opcode == WrOpcode::kAtomicFetchAndAdd;
+    const bool atomic = is_atomic(wr->opcode);
     const bool inl = wr->send_flags & kSendInline;
     if (qp == nullptr || qp->state == QpState::kReset || qp->state == QpState::kInit || qp->state == QpState::kRtr) {
       rc = -EINVAL;

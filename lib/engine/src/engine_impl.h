@@ -57,7 +57,7 @@ struct SendWqe {
   Sge sge[kMaxSge];
 
   bool is_read() const { return opcode == WrOpcode::kRdmaRead; }
-  bool is_atomic() const { return opcode == WrOpcode::kAtomicCmpAndSwp || opcode == WrOpcode::kAtomicFetchAndAdd; }
+  bool is_atomic() const { return engine::is_atomic(opcode); }
   // READs and atomics complete with the responder's response, not an ACK.
   bool needs_response() const { return is_read() || is_atomic(); }
   uint32_t last_psn() const { return wire::psn_add(first_psn, npkts - 1); }

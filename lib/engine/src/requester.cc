@@ -28,8 +28,8 @@ constexpr uint32_t kMaxOutstandingPsns = 1u << 22;
 Opcode request_opcode(WrOpcode op, uint32_t idx, uint32_t npkts) {
   const bool first = idx == 0;
   const bool last = idx + 1 == npkts;
-  const bool imm = op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
-  if (op == WrOpcode::kSend || op == WrOpcode::kSendWithImm) {
+  const bool imm = has_imm(op);
+  if (is_send(op)) {
     if (first && last) return imm ? Opcode::kSendOnlyImm : Opcode::kSendOnly;
     if (first) return Opcode::kSendFirst;
     if (last) return imm ? Opcode::kSendLastImm : Opcode::kSendLast;

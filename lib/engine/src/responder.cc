@@ -208,9 +208,8 @@ struct Responder {
   }
 
   bool consumes_receive() const {
-    const auto o = static_cast<Opcode>(pkt.opcode());
-    return (op.kind == wire::Kind::kSend && op.starts_message()) || o == Opcode::kWriteLastImm ||
-           o == Opcode::kWriteOnlyImm;
+    // A SEND takes its receive at its first packet; a WRITE with immediate at its last.
+    return op.kind == wire::Kind::kSend ? op.starts_message() : op.kind == wire::Kind::kWrite && op.has(wire::kHasImm);
   }
 
   Step check_resources() {
@@ -321,7 +320,6 @@ struct Responder {
   }
 
   Step execute() {
-    const auto o = static_cast<Opcode>(pkt.opcode());
     qp.counters.rx_payload_bytes += len;
     switch (op.kind) {
       case wire::Kind::kSend: {
@@ -330,7 +328,7 @@ struct Responder {
         qp.recv_offset += len;
         qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kSend;
         if (op.ends_message()) {
-          const bool imm = o == Opcode::kSendLastImm || o == Opcode::kSendOnlyImm;
+          const bool imm = op.has(wire::kHasImm);
           m.complete(qp.recv_cq,
                      {r.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, imm, qp.recv_offset, imm ? pkt.imm()->imm.get() : 0,
                       qp.qpn},
@@ -357,7 +355,7 @@ struct Responder {
         qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kWrite;
         if (op.ends_message()) {
           qp.msn = psn_add(qp.msn, 1);
-          if (o == Opcode::kWriteLastImm || o == Opcode::kWriteOnlyImm) {
+          if (op.has(wire::kHasImm)) {
             m.complete(qp.recv_cq,
                        {qp.rq[qp.rq_head].wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, true, qp.write_total,
                         pkt.imm()->imm.get(), qp.qpn},

@@ -254,7 +254,7 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       w.opcode = static_cast<eng::WrOpcode>(wr->opcode);
       w.send_flags = wr->send_flags;
       w.imm_data = ntohl(wr->imm_data);
-      if (w.opcode == eng::WrOpcode::kAtomicCmpAndSwp || w.opcode == eng::WrOpcode::kAtomicFetchAndAdd) {
+      if (eng::is_atomic(w.opcode)) {
         w.atomic.remote_addr = wr->wr.atomic.remote_addr;
         w.atomic.compare_add = wr->wr.atomic.compare_add;
         w.atomic.swap = wr->wr.atomic.swap;

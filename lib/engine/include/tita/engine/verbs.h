@@ -38,6 +38,11 @@ enum class WrOpcode : uint8_t {
   kAtomicFetchAndAdd = 6, // 8 bytes at remote_addr += compare_add
 };
 
+// What a work request's opcode is, in one place for every layer.
+constexpr bool is_atomic(WrOpcode op) { return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd; }
+constexpr bool is_send(WrOpcode op) { return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm; }
+constexpr bool has_imm(WrOpcode op) { return op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm; }
+
 // Send flags (IBV_SEND_*).
 enum SendFlags : uint32_t {
   kSendFence = 1u << 0,      // start only after every earlier READ and atomic completed
