@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 
 #include "tita/cc/cc.h"
 #include "tita/wire/dodge.h"
@@ -41,18 +40,7 @@ std::string check_test(const Options& o) {
   return {};
 }
 
-int parse_command_line(int argc, char** argv, Options* o, int* eal_argc) {
-  int sep = 1;
-  while (sep < argc && std::strcmp(argv[sep], "--") != 0) ++sep;
-  std::vector<char*> own{argv[0]};
-  if (sep < argc) {
-    own.insert(own.end(), argv + sep + 1, argv + argc);
-    *eal_argc = sep + 1;  // EAL reads up to the "--"
-  } else if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    own.push_back(argv[1]);
-  } else {
-    *eal_argc = argc;  // EAL arguments only: every option at its default
-  }
+int parse_command_line(std::vector<char*>& args, Options* o) {
   std::string err;
   CLI::App app{"tita-perf: RDMA bandwidth and latency over tita (tita-perf <EAL args> -- [options])"};
   app.footer("EAL arguments (DPDK's: -l CORES, --vdev=..., --no-huge, --file-prefix=...) come before the --.");
@@ -113,7 +101,7 @@ int parse_command_line(int argc, char** argv, Options* o, int* eal_argc) {
                  "than the one told to the peer)")
       ->check(CLI::IsMember({"no-recv", "bad-rkey", "bad-psn"}));
   try {
-    app.parse(static_cast<int>(own.size()), own.data());
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -55,11 +55,11 @@ struct Options {
 // (test, mode, recovery, MTU, size, QPs, depth, rate).
 std::string check_test(const Options& o);
 
-// The command line, `<EAL args> -- [options]`: reads tita-perf's options (after
-// "--"; a lone --help or -h is tita-perf's too), loads the plug-ins they name
-// and checks the congestion control, all before EAL starts, so help and a bad
-// option need no EAL arguments and start nothing. Returns -1 to go on, with
-// *eal_argc the arguments EAL is to read; otherwise the exit code (0 after help).
-int parse_command_line(int argc, char** argv, Options* o, int* eal_argc);
+// tita-perf's own arguments (dpdk::split_args: after "--", or all of them
+// without one, argv[0] first): reads them, loads the plug-ins they name and
+// checks the congestion control, all before EAL starts, so help and a bad option
+// need no EAL arguments and start nothing. -1 to go on; otherwise the exit code
+// (0 after --help).
+int parse_command_line(std::vector<char*>& args, Options* o);
 
 }  // namespace tita::perf

@@ -39,10 +39,10 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  int eal_argc = 0;
-  if (const int rc = parse_command_line(argc, argv, &o, &eal_argc); rc >= 0) return rc;
+  dpdk::Args args = dpdk::split_args(argc, argv);
+  if (const int rc = parse_command_line(args.tool, &o); rc >= 0) return rc;
   std::string err;
-  if (dpdk::eal_init(eal_argc, argv, &err) < 0) {
+  if (dpdk::eal_init(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
     std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
     return 2;
   }

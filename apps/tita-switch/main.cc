@@ -438,16 +438,7 @@ class App {
 
 int main(int argc, char** argv) {
   // EAL arguments before "--", the switch's after it.
-  int split = argc;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) {
-      split = i;
-      break;
-    }
-  }
-  std::vector<char*> eal_args(argv, argv + (split < argc ? split : 1));
-  std::vector<char*> tool_args{argv[0]};
-  for (int i = split < argc ? split + 1 : 1; i < argc; ++i) tool_args.push_back(argv[i]);
+  dpdk::Args args = dpdk::split_args(argc, argv);
 
   CLI::App cli{
       "tita-switch: a DPDK software switch (lib/fabric): L3 forwarding, ECMP with a dodge offset, shaped "
@@ -469,7 +460,7 @@ int main(int argc, char** argv) {
                  "stop once nothing was received for MS ms and nothing is left to send (pcap-fed runs)");
   cli.add_option("--seed", o.seed, "seed of the switch's random draws (RED, random loss)");
   try {
-    cli.parse(static_cast<int>(tool_args.size()), tool_args.data());
+    cli.parse(static_cast<int>(args.tool.size()), args.tool.data());
   } catch (const CLI::CallForHelp& e) {
     return cli.exit(e);
   } catch (const CLI::ParseError& e) {
@@ -495,7 +486,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (dpdk::eal_init(static_cast<int>(eal_args.size()), eal_args.data(), &err) < 0) {
+  if (dpdk::eal_init(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
     std::fprintf(stderr, "tita-switch: %s\n", err.c_str());
     return 1;
   }

@@ -27,6 +27,21 @@ int eal_init(int argc, char** argv, std::string* err) {
   return n;
 }
 
+Args split_args(int argc, char** argv) {
+  int split = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
+  }
+  Args a;
+  a.eal.assign(argv, argv + (split < argc ? split : 1));
+  a.tool.push_back(argv[0]);
+  for (int i = split < argc ? split + 1 : 1; i < argc; ++i) a.tool.push_back(argv[i]);
+  return a;
+}
+
 void eal_cleanup() { rte_eal_cleanup(); }
 
 void quiet_logs() { rte_log_set_global_level(RTE_LOG_CRIT); }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -19,6 +20,15 @@ namespace tita::dpdk {
 // tool's own. Returns how many arguments EAL consumed (the tool parses
 // argv + n), or -1 with rte_strerror's message in *err.
 int eal_init(int argc, char** argv, std::string* err);
+
+// A command line `prog <EAL args> -- <tool args>` split so the tool can read
+// (and check, and answer --help) its own arguments before EAL starts. Each list
+// starts with argv[0]; without "--", every argument is the tool's.
+struct Args {
+  std::vector<char*> eal;
+  std::vector<char*> tool;
+};
+Args split_args(int argc, char** argv);
 
 // rte_eal_cleanup: releases what EAL holds (hugepage files, vdev sockets). EAL
 // cannot be started again in the same process afterwards.
