@@ -151,6 +151,18 @@ int parse_mask(const json& v, uint16_t* out) {
   return -EINVAL;
 }
 
+// Why `v` holds text that is not UTF-8 (JSON's strings are; its serializer
+// refuses anything else), or empty: nlohmann's own check, as dump() makes it.
+std::string not_utf8(const json& v) {
+  try {
+    (void)v.dump();
+    return {};
+  } catch (const json::type_error& e) {
+    const std::string what = e.what();
+    return what.substr(what.find("] ") + 2);  // "invalid UTF-8 byte at index 41: 0xA1"
+  }
+}
+
 }  // namespace
 
 int parse_prefix(std::string_view text, uint8_t prefix[16], int* len, std::string* err) {
@@ -180,6 +192,10 @@ int parse_prefix(std::string_view text, uint8_t prefix[16], int* len, std::strin
 }
 
 int apply_set(json* doc, std::string_view assignment, std::string* err) {
+  if (const std::string why = not_utf8(json(std::string(assignment))); !why.empty()) {
+    *err = "--set: an assignment that is not UTF-8 text (" + why + ")";
+    return -EINVAL;
+  }
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
     *err = "--set '" + std::string(assignment) + "': expected path=value";
@@ -226,6 +242,11 @@ int apply_set(json* doc, std::string_view assignment, std::string* err) {
 }
 
 int from_json(const json& doc, AppConfig* cfg, std::string* err) {
+  // A file's strings were checked by the parser; what flags added was not.
+  if (const std::string why = not_utf8(doc); !why.empty()) {
+    *err = "config: text that is not UTF-8 (" + why + ")";
+    return -EINVAL;
+  }
   Obj root(doc, "config", err);
   if (!root.only({"ports", "routes", "buffer", "pfc", "int", "ecmp", "priority", "decrement_ttl", "seed",
                   "max_packets", "mbufs_per_port", "stats", "qlen", "run"})) {

@@ -465,6 +465,11 @@ def case_config():
     bad('{"ports": [], "seed": 1e999999}', ["number overflow"])
     bad(base, ["routes[1].ports", "99999999999999999999999"], args=["--route", "default=99999999999999999999999"])
     bad(dict(base, ports=[{"name": "net_pcap0"}, {"name": "net_pcap9"}]), ["port 'net_pcap9'"], check_only=False)
+    # Bytes that are not UTF-8 from the command line (a file's are the parser's
+    # to refuse): a message, not the JSON serializer's exception (found by the
+    # switch-set fuzzer; it aborted --check --json).
+    bad(base, ["--set", "not UTF-8", "0xA1"], args=[b"--set", b"ports.0.name=tr\xa1x", "--json"])
+    bad(base, ["config: text that is not UTF-8", "0xFF"], args=[b"--port", b"\xff", "--json"])
     # The shipped examples are valid.
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "tita-switch", "examples")
     for name in sorted(os.listdir(examples)):
