@@ -48,8 +48,8 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   app.add_option("--ip", o->ip, "this host's IPv4 address (its RoCE GID)")->capture_default_str();
   app.add_option("--mac", o->mac, "source MAC (default: the port's); the port is promiscuous");
   auto* srv = app.add_flag("--server", o->server, "serve a client's test");
-  auto* lb = app.add_flag("--loopback", o->loopback,
-                          "server and client in this process over crossed net_ring ports (needs -l with two lcores)");
+  app.add_flag("--loopback", o->loopback,
+               "server and client in this process over crossed net_ring ports (needs -l with two lcores)");
   auto* cli = app.add_option("--client", o->client, "run the test against the server at this TCP host");
   srv->excludes(cli);
   app.add_option("--tcp-port", o->tcp_port, "out-of-band TCP port")->capture_default_str();
@@ -106,7 +106,6 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
     return app.exit(e);
   }
   o->mtu_given = app.count("--mtu") > 0;
-  (void)lb;
   for (const std::string& path : o->cc_plugins) {
     if (tita::cc::load_plugin(path, &err) != 0) {
       std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
