@@ -1,9 +1,6 @@
 // tita-perf's port, engine, resources and connection (perf.h).
 #include "perf.h"
 
-#include <arpa/inet.h>
-#include <rte_ether.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -11,11 +8,15 @@
 
 #include "tita/wire/dodge.h"
 #include "tita/wire/psn.h"
+#include "tita/wire/text.h"
 
 namespace tita::perf {
 
 using engine::Engine;
 using engine::WrOpcode;
+using wire::mac_string;
+using wire::parse_ipv4;
+using wire::parse_mac;
 
 volatile std::sig_atomic_t g_stop = 0;
 
@@ -25,27 +26,6 @@ volatile std::sig_atomic_t g_stop = 0;
 }
 
 namespace {
-
-std::string mac_string(const uint8_t* m) {
-  char b[18];
-  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  return b;
-}
-
-bool parse_mac(const std::string& s, uint8_t* out) {
-  rte_ether_addr a;
-  if (rte_ether_unformat_addr(s.c_str(), &a) != 0) return false;
-  std::memcpy(out, a.addr_bytes, 6);
-  return true;
-}
-
-// Host order, as wire::Gid::from_ipv4 takes it.
-bool parse_ipv4(const std::string& s, uint32_t* out) {
-  in_addr a;
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  *out = ntohl(a.s_addr);
-  return true;
-}
 
 void fill(uint8_t* p, size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);

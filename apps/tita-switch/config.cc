@@ -1,4 +1,5 @@
 #include "config.h"
+#include "tita/wire/text.h"
 
 #include <arpa/inet.h>
 
@@ -86,20 +87,6 @@ class Obj {
   std::string* err_;
   bool ok_ = true;
 };
-
-int parse_mac(std::string_view s, uint8_t mac[6]) {
-  unsigned v[6];
-  char tail;
-  const std::string str(s);
-  if (std::sscanf(str.c_str(), "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6) {
-    return -EINVAL;
-  }
-  for (int i = 0; i < 6; ++i) {
-    if (v[i] > 255) return -EINVAL;
-    mac[i] = static_cast<uint8_t>(v[i]);
-  }
-  return 0;
-}
 
 int parse_addr(std::string_view s, uint8_t out[16], bool* v4) {
   const std::string str(s);
@@ -287,12 +274,12 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
     std::string mac;
     p.str("mac", &mac);
     if (p.ok() && !mac.empty()) {
-      if (parse_mac(mac, pc.mac) != 0) p.fail("mac", "'" + mac + "' is not a MAC address (02:00:00:00:00:01)");
+      if (!wire::parse_mac(mac, pc.mac)) p.fail("mac", "'" + mac + "' is not a MAC address (02:00:00:00:00:01)");
       mac_given = true;
     }
     p.str("next_hop_mac", &mac);
     if (p.ok() && p.has("next_hop_mac")) {
-      if (parse_mac(mac, pc.next_hop_mac) != 0) p.fail("next_hop_mac", "'" + mac + "' is not a MAC address");
+      if (!wire::parse_mac(mac, pc.next_hop_mac)) p.fail("next_hop_mac", "'" + mac + "' is not a MAC address");
       pc.rewrite_mac = true;
     }
     if (p.ok() && p.has("ecn")) {

@@ -10,6 +10,7 @@
 
 #include "tita/wire/frame.h"
 #include "tita/wire/psn.h"
+#include "tita/wire/text.h"
 
 namespace tita::wire {
 namespace {
@@ -446,3 +447,17 @@ TEST(Telemetry, EchoTrailersAndPaddingAreLeftAlone) {
 
 }  // namespace
 }  // namespace tita::wire
+
+// Addresses as tools read them from configurations and command lines (wire/text.h).
+TEST(Text, MacAndIpv4AreReadAsEveryToolReadsThem) {
+  uint8_t mac[6] = {};
+  ASSERT_TRUE(tita::wire::parse_mac("02:00:0a:ff:00:01", mac));
+  EXPECT_EQ(tita::wire::mac_string(mac), "02:00:0a:ff:00:01");
+  for (const char* bad : {"02:00:0a:ff:00", "02:00:0a:ff:00:01:07", "02:00:0a:ff:00:1ff", "zz:00:00:00:00:01", ""}) {
+    EXPECT_FALSE(tita::wire::parse_mac(bad, mac)) << bad;
+  }
+  uint32_t ip = 0;
+  ASSERT_TRUE(tita::wire::parse_ipv4("10.0.0.7", &ip));
+  EXPECT_EQ(ip, 0x0a000007u);
+  for (const char* bad : {"10.0.0", "10.0.0.256", "10.0.0.1 ", "::1"}) EXPECT_FALSE(tita::wire::parse_ipv4(bad, &ip)) << bad;
+}

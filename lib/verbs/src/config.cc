@@ -1,4 +1,5 @@
 #include "tita/verbs/config.h"
+#include "tita/wire/text.h"
 
 #include <arpa/inet.h>
 #include <nlohmann/json.hpp>
@@ -22,23 +23,8 @@ int fail(std::string* err, std::string msg) {
   return -EINVAL;
 }
 
-bool parse_mac(std::string_view s, uint8_t out[6]) {
-  unsigned v[6];
-  char tail;
-  const std::string str(s);
-  if (std::sscanf(str.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6) {
-    return false;
-  }
-  for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
-  return true;
-}
-
-bool parse_ipv4(std::string_view s, uint32_t* out) {
-  in_addr a{};
-  if (inet_pton(AF_INET, std::string(s).c_str(), &a) != 1) return false;
-  *out = ntohl(a.s_addr);
-  return true;
-}
+using wire::parse_ipv4;
+using wire::parse_mac;
 
 template <class T>
 bool parse_uint(std::string_view s, T* out, uint64_t min, uint64_t max) {
