@@ -12,12 +12,18 @@ else
   meson setup build-cg "${opts[@]}" >/dev/null
 fi
 ninja -C build-cg bench/engine/engine_bench
-for size in 64 4096; do
-  out=$(mktemp)
-  valgrind --tool=callgrind --callgrind-out-file="$out" \
-    --toggle-collect='tita::engine::Engine::poll(*' --toggle-collect='tita::engine::Engine::receive(*' \
-    build-cg/bench/engine/engine_bench --benchmark_filter="EnginePacketFixed/$size/" >/dev/null 2>&1
-  ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-  echo "engine, ${size} B payload: $((ir / 32000)) instructions per packet (send + receive + ACK)"
-  rm -f "$out"
+# TITA_CALLGRIND_KEEP=dir keeps the callgrind files (callgrind_annotate them for
+# the per-function breakdown in doc/benchmarks.md).
+keep=${TITA_CALLGRIND_KEEP:-}
+for acks in 0 1; do
+  for size in 64 4096; do
+    out=$(mktemp)
+    valgrind --tool=callgrind --callgrind-out-file="$out" \
+      --toggle-collect='tita::engine::Engine::poll(*' --toggle-collect='tita::engine::Engine::receive(*' \
+      build-cg/bench/engine/engine_bench --benchmark_filter="EnginePacketFixed/$size/$acks/" >/dev/null 2>&1
+    ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    what=$([ "$acks" = 0 ] && echo "HPCC, an ACK per packet" || echo "DCQCN, ACKs coalesced 1 in 8")
+    echo "engine, ${size} B payload, ${what}: $((ir / 32000)) instructions per packet (send + receive + ACK)"
+    if [ -n "$keep" ]; then mkdir -p "$keep" && mv "$out" "$keep/callgrind.$size.$acks"; else rm -f "$out"; fi
+  done
 done

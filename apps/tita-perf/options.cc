@@ -85,7 +85,9 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   app.add_option("--series-interval-us", o->series_interval_us, "sampling interval for --series");
   app.add_option("--timeout", o->timeout, "local ACK timeout code (4.096 us * 2^code)")->check(CLI::Range(0, 31));
   app.add_option("--dscp", o->dscp, "DSCP of data packets")->check(CLI::Range(0, 63));
-  app.add_option("--ack-every", o->ack_req_every, "ask for an ACK every N packets")->check(CLI::Range(1u, 1024u));
+  app.add_option("--ack-every", o->ack_req_every, "AckReq on every Nth packet (coalesced ACKs; INT algorithms always ask on every packet)")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
   app.add_option("--dodge", o->dodge, "Hash Dodging: none, udp_sport or dscp (the field a QP changes to leave a failed path)")
       ->check([](const std::string& v) {
         wire::DodgeField f;

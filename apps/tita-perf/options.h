@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tita/engine/engine.h"
+
 namespace tita::perf {
 
 struct Options {
@@ -42,7 +44,7 @@ struct Options {
   double series_interval_us = 1000;
   uint8_t timeout = 14;
   uint8_t dscp = 26;
-  uint32_t ack_req_every = 1;
+  uint32_t ack_req_every = engine::EngineConfig{}.ack_req_every;
   std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
   bool mtu_given = false;      // server: its own --mtu, not the client's
   bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange

@@ -476,7 +476,16 @@ RdmaNicNetDevice::HasMoreToSend() const
 }
 
 void
-RdmaNicNetDevice::transmit(uint64_t, const eng::TxFrame& f)
+RdmaNicNetDevice::transmit_burst(uint64_t, const eng::TxFrame* frames, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        Enqueue(frames[i]);
+    }
+}
+
+void
+RdmaNicNetDevice::Enqueue(const eng::TxFrame& f)
 {
     TitaPacketPtr p;
     bool phantom = true;

@@ -112,7 +112,8 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
 
     // ::tita::engine::PacketIo
     uint32_t tx_space() override;
-    void transmit(uint64_t now_ns, const ::tita::engine::TxFrame& frame) override;
+    void transmit_burst(uint64_t now_ns, const ::tita::engine::TxFrame* frames, uint32_t n) override;
+    void Enqueue(const ::tita::engine::TxFrame& frame); // one frame, then TryTransmit
 
     uint64_t NowNs() const;
     void OnCcTraceConnected() { m_ccTraced = true; }

@@ -22,7 +22,10 @@ struct CaptureIo : PacketIo {
   std::vector<std::vector<uint8_t>> frames;
   uint32_t space = 1024;
   uint32_t tx_space() override { return space; }
-  void transmit(uint64_t, const TxFrame& f) override {
+  void transmit_burst(uint64_t, const TxFrame* burst, uint32_t n) override {
+    for (uint32_t i = 0; i < n; ++i) transmit(burst[i]);
+  }
+  void transmit(const TxFrame& f) {
     std::vector<uint8_t> b(f.hdr, f.hdr + f.hdr_len);
     for (uint32_t i = 0; i < f.n_payload; ++i) {
       const auto* p = static_cast<const uint8_t*>(f.payload[i].data);

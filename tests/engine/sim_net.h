@@ -16,6 +16,7 @@
 
 #include "tita/capture/pcap.h"
 #include "tita/engine/engine.h"
+#include "tita/fabric/edit.h"
 
 namespace tita::test {
 
@@ -26,6 +27,7 @@ struct LinkFaults {
   double reorder = 0;     // probability a frame is held back by reorder_ns
   uint64_t reorder_ns = 20'000;
   uint64_t jitter_ns = 0;  // uniform extra delay in [0, jitter_ns]
+  double ce_mark = 0;      // probability an ECN-capable IPv4 frame leaves CE-marked (a switch's RED)
   // Frames for which this returns true vanish (a path's black hole, counted as lost).
   std::function<bool(const std::vector<uint8_t>&)> drop_if;
 };
@@ -38,6 +40,7 @@ class SimNet {
     uint64_t duplicated = 0;
     uint64_t corrupted = 0;
     uint64_t reordered = 0;
+    uint64_t ce_marked = 0;
   };
 
   SimNet(int hosts, uint64_t rate_bps, uint64_t delay_ns, uint64_t seed = 1,
@@ -141,7 +144,10 @@ class SimNet {
     static constexpr uint32_t kQueueFrames = 64;  // a NIC's transmit ring
 
     uint32_t tx_space() override { return kQueueFrames - static_cast<uint32_t>(txq.size()); }
-    void transmit(uint64_t, const engine::TxFrame& f) override {
+    void transmit_burst(uint64_t, const engine::TxFrame* burst, uint32_t n) override {
+      for (uint32_t i = 0; i < n; ++i) transmit(burst[i]);
+    }
+    void transmit(const engine::TxFrame& f) {
       auto buf = std::make_shared<std::vector<uint8_t>>();
       buf->reserve(f.len());
       buf->insert(buf->end(), f.hdr, f.hdr + f.hdr_len);
@@ -210,6 +216,16 @@ class SimNet {
       (*bad)[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       frame = bad;
       ++stats_.corrupted;
+    }
+    if (f.ce_mark > 0 && u(rng_) < f.ce_mark && frame->size() > 18) {
+      auto marked = std::make_shared<std::vector<uint8_t>>(*frame);
+      const bool tagged = (*marked)[12] == 0x81 && (*marked)[13] == 0x00;
+      const size_t l3 = tagged ? 18 : 14;
+      const bool ipv4 = (*marked)[l3 - 2] == 0x08 && (*marked)[l3 - 1] == 0x00;
+      if (ipv4 && fabric::mark_ce(marked->data() + l3, false)) {
+        frame = marked;
+        ++stats_.ce_marked;
+      }
     }
     uint64_t arrive = now_ns_ + wire_ns + delay_ns_;
     if (f.jitter_ns > 0) arrive += std::uniform_int_distribution<uint64_t>(0, f.jitter_ns)(rng_);

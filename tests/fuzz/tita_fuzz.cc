@@ -101,7 +101,10 @@ struct NullIo : engine::PacketIo {
   uint64_t frames = 0;
   uint32_t space = 256;
   uint32_t tx_space() override { return space; }
-  void transmit(uint64_t, const engine::TxFrame& f) override {
+  void transmit_burst(uint64_t, const engine::TxFrame* burst, uint32_t n) override {
+    for (uint32_t i = 0; i < n; ++i) transmit(burst[i]);
+  }
+  void transmit(const engine::TxFrame& f) {
     // Read every byte the engine hands over (a payload pointer outside an MR is
     // an ASan report or a guard-page fault).
     std::memcpy(scratch, f.hdr, std::min<size_t>(f.hdr_len, sizeof scratch));

@@ -8,7 +8,7 @@
 
 struct NoIo : tita::engine::PacketIo {
   uint32_t tx_space() override { return 0; }
-  void transmit(uint64_t, const tita::engine::TxFrame&) override {}
+  void transmit_burst(uint64_t, const tita::engine::TxFrame*, uint32_t) override {}
 };
 
 int main() {

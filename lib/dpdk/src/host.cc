@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -42,12 +43,13 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
     cfg.max_qps = std::min(cfg.max_qps, steering_.qpn_stride);
   }
   engine_ = std::make_unique<engine::Engine>(cfg, this);
-  pending_.reserve(4u * options_.burst);
+  pending_.assign(std::bit_ceil(4u * std::max<uint32_t>(options_.burst, 1)), nullptr);
+  pending_mask_ = static_cast<uint32_t>(pending_.size()) - 1;
   if (!port_.multi_segment_tx()) options_.zero_copy = false;
 }
 
 EngineHost::~EngineHost() {
-  if (!pending_.empty()) rte_pktmbuf_free_bulk(pending_.data(), static_cast<unsigned>(pending_.size()));
+  for (uint32_t i = 0; i < pending_count(); ++i) rte_pktmbuf_free(pending_at(i));
   for (Region& r : regions_) {
     rte_extmem_unregister(r.base, r.len);
     delete r.shinfo;
@@ -85,73 +87,98 @@ const EngineHost::Region* EngineHost::region_of(const void* p, size_t len) const
   return nullptr;
 }
 
-uint32_t EngineHost::tx_space() {
-  const size_t cap = 4u * options_.burst;
-  return pending_.size() >= cap ? 0 : static_cast<uint32_t>(cap - pending_.size());
+uint32_t EngineHost::tx_space() { return static_cast<uint32_t>(pending_.size()) - pending_count(); }
+
+bool EngineHost::zero_copy(const engine::TxFrame& f) const {
+  if (!options_.zero_copy || f.n_payload == 0) return false;
+  for (uint32_t i = 0; i < f.n_payload; ++i) {
+    const void* data = f.payload[i].data;
+    if (data == nullptr || region_of(data, f.payload[i].len) == nullptr || iova_of(data) == RTE_BAD_IOVA) return false;
+  }
+  return true;
 }
 
-void EngineHost::transmit(uint64_t, const engine::TxFrame& f) {
+void EngineHost::transmit_burst(uint64_t, const engine::TxFrame* frames, uint32_t n) {
   rte_mempool* pool = port_.pool();
-  rte_mbuf* m = rte_pktmbuf_alloc(pool);
-  if (m == nullptr) [[unlikely]] {
-    ++counters_.tx_no_mbuf;
-    return;
-  }
-  bool zero_copy = options_.zero_copy && f.n_payload > 0;
-  for (uint32_t i = 0; zero_copy && i < f.n_payload; ++i) {
-    zero_copy = f.payload[i].data != nullptr && region_of(f.payload[i].data, f.payload[i].len) != nullptr &&
-                iova_of(f.payload[i].data) != RTE_BAD_IOVA;
-  }
-  if (zero_copy) {
-    // Headers in one segment, each payload piece as an external buffer, then the tail.
-    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.hdr_len)), f.hdr, f.hdr_len);
-    bool ok = true;
-    for (uint32_t i = 0; ok && i < f.n_payload; ++i) {
-      rte_mbuf* e = rte_pktmbuf_alloc(pool);
-      if (e == nullptr) {
-        ok = false;
-        break;
+  rte_mbuf* heads[32];
+  for (uint32_t done = 0; done < n;) {
+    const uint32_t k = std::min<uint32_t>(n - done, 32);
+    // The head mbufs of the burst in one call; one by one only when the pool
+    // cannot give them all (so that what it has still goes out).
+    const bool bulk = rte_pktmbuf_alloc_bulk(pool, heads, k) == 0;
+    for (uint32_t i = 0; i < k; ++i) {
+      rte_mbuf* m = bulk ? heads[i] : rte_pktmbuf_alloc(pool);
+      if (m == nullptr) [[unlikely]] {
+        ++counters_.tx_no_mbuf;
+        continue;
       }
+      if (pending_count() == pending_.size()) [[unlikely]] {  // more than tx_space() allowed
+        rte_pktmbuf_free(m);
+        ++counters_.tx_overrun;
+        continue;
+      }
+      if (build(frames[done + i], m)) {
+        pending_push(m);
+        ++counters_.tx_frames;
+      }
+    }
+    done += k;
+  }
+}
+
+bool EngineHost::build(const engine::TxFrame& f, rte_mbuf* m) {
+  if (zero_copy(f)) {
+    // Headers in the head mbuf, each payload piece as an external buffer, then
+    // the tail: the extra mbufs in one call too.
+    rte_mbuf* more[engine::TxFrame::kMaxPayloadSegments + 1];
+    const uint32_t n_more = f.n_payload + 1;
+    if (rte_pktmbuf_alloc_bulk(port_.pool(), more, n_more) != 0) [[unlikely]] {
+      rte_pktmbuf_free(m);
+      ++counters_.tx_no_mbuf;
+      return false;
+    }
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.hdr_len)), f.hdr, f.hdr_len);
+    for (uint32_t i = 0; i < f.n_payload; ++i) {
+      rte_mbuf* e = more[i];
       auto* data = const_cast<void*>(f.payload[i].data);
       const Region* r = region_of(data, f.payload[i].len);
       rte_mbuf_ext_refcnt_update(r->shinfo, 1);
       rte_pktmbuf_attach_extbuf(e, data, iova_of(data), static_cast<uint16_t>(f.payload[i].len), r->shinfo);
       e->data_len = static_cast<uint16_t>(f.payload[i].len);
       e->pkt_len = f.payload[i].len;
-      ok = rte_pktmbuf_chain(m, e) == 0;
-      if (!ok) rte_pktmbuf_free(e);
     }
-    rte_mbuf* t = ok ? rte_pktmbuf_alloc(pool) : nullptr;
-    if (t != nullptr) std::memcpy(rte_pktmbuf_append(t, static_cast<uint16_t>(f.tail_len)), f.tail, f.tail_len);
-    if (t == nullptr || rte_pktmbuf_chain(m, t) != 0) {
-      if (t != nullptr) rte_pktmbuf_free(t);
-      rte_pktmbuf_free(m);
-      ++counters_.tx_no_mbuf;
-      return;
+    rte_mbuf* t = more[f.n_payload];
+    std::memcpy(rte_pktmbuf_append(t, static_cast<uint16_t>(f.tail_len)), f.tail, f.tail_len);
+    for (uint32_t i = 0; i < n_more; ++i) {
+      if (rte_pktmbuf_chain(m, more[i]) != 0) [[unlikely]] {  // more segments than the mbuf may have
+        rte_pktmbuf_free_bulk(more + i, n_more - i);
+        rte_pktmbuf_free(m);
+        ++counters_.tx_no_mbuf;
+        return false;
+      }
     }
     ++counters_.tx_zero_copy;
-  } else {
-    auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.len())));
-    if (p == nullptr) [[unlikely]] {  // larger than the mbuf's data room
-      rte_pktmbuf_free(m);
-      ++counters_.tx_oversize;
-      return;
-    }
-    std::memcpy(p, f.hdr, f.hdr_len);
-    p += f.hdr_len;
-    for (uint32_t i = 0; i < f.n_payload; ++i) {
-      if (f.payload[i].data != nullptr) {
-        std::memcpy(p, f.payload[i].data, f.payload[i].len);
-      } else {
-        std::memset(p, 0, f.payload[i].len);  // phantom memory
-      }
-      p += f.payload[i].len;
-    }
-    std::memcpy(p, f.tail, f.tail_len);
-    if (f.n_payload > 0) ++counters_.tx_copied;
+    return true;
   }
-  pending_.push_back(m);
-  ++counters_.tx_frames;
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.len())));
+  if (p == nullptr) [[unlikely]] {  // larger than the mbuf's data room
+    rte_pktmbuf_free(m);
+    ++counters_.tx_oversize;
+    return false;
+  }
+  std::memcpy(p, f.hdr, f.hdr_len);
+  p += f.hdr_len;
+  for (uint32_t i = 0; i < f.n_payload; ++i) {
+    if (f.payload[i].data != nullptr) {
+      std::memcpy(p, f.payload[i].data, f.payload[i].len);
+    } else {
+      std::memset(p, 0, f.payload[i].len);  // phantom memory
+    }
+    p += f.payload[i].len;
+  }
+  std::memcpy(p, f.tail, f.tail_len);
+  if (f.n_payload > 0) ++counters_.tx_copied;
+  return true;
 }
 
 bool EngineHost::on_pfc(uint64_t now_ns, const rte_mbuf* m) {
@@ -191,27 +218,39 @@ bool EngineHost::paused(const rte_mbuf* m) const {
   return c.kind == fabric::FrameKind::kIp && paused_until_[c.priority] > now_ns_;
 }
 
+uint32_t EngineHost::pending_send(uint32_t n) {
+  uint32_t sent = 0;
+  while (sent < n) {
+    // The ring's contiguous part from the head: the port takes an array.
+    const uint32_t at = pending_head_ & pending_mask_;
+    const uint32_t run = std::min<uint32_t>({n - sent, static_cast<uint32_t>(pending_.size()) - at, UINT16_MAX});
+    const uint16_t took = port_.tx(queue_, &pending_[at], static_cast<uint16_t>(run));
+    pending_head_ += took;
+    sent += took;
+    if (took < run) break;  // the port is full: the rest waits, in order
+  }
+  return sent;
+}
+
 void EngineHost::flush() {
-  if (pending_.empty()) return;
+  if (pending_count() == 0) return;
   if (any_paused_) any_paused_ = still_paused(now_ns_);
   if (any_paused_) [[unlikely]] {
     // Frames of a paused priority wait, in order; the others go now. (Both
     // lists keep their capacity: nothing is allocated once they have grown.)
     pfc_go_.clear();
     pfc_wait_.clear();
-    for (rte_mbuf* m : pending_) (paused(m) ? pfc_wait_ : pfc_go_).push_back(m);
+    for (uint32_t i = 0; i < pending_count(); ++i) (paused(pending_at(i)) ? pfc_wait_ : pfc_go_).push_back(pending_at(i));
     if (!pfc_wait_.empty()) ++counters_.pfc_held;
     const uint16_t sent =
         pfc_go_.empty() ? 0 : port_.tx(queue_, pfc_go_.data(), static_cast<uint16_t>(pfc_go_.size()));
     // Unsent frames of either kind keep their order within their priority.
-    pending_.assign(pfc_go_.begin() + sent, pfc_go_.end());
-    pending_.insert(pending_.end(), pfc_wait_.begin(), pfc_wait_.end());
+    pending_head_ = pending_tail_ = 0;
+    for (size_t i = sent; i < pfc_go_.size(); ++i) pending_push(pfc_go_[i]);
+    for (rte_mbuf* m : pfc_wait_) pending_push(m);
     return;
   }
-  const uint16_t n = static_cast<uint16_t>(std::min<size_t>(pending_.size(), UINT16_MAX));
-  const uint16_t sent = port_.tx(queue_, pending_.data(), n);
-  // What the port did not take yet stays, in order, for the next step.
-  pending_.erase(pending_.begin(), pending_.begin() + sent);
+  pending_send(pending_count());
 }
 
 std::vector<rte_ring*> Steering::make_inboxes(const std::string& tag, uint16_t engines, unsigned size) {

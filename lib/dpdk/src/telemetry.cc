@@ -111,6 +111,7 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "host_tx_copied", hc.tx_copied);
   u64(d, "host_tx_no_mbuf", hc.tx_no_mbuf);
   u64(d, "host_tx_oversize", hc.tx_oversize);
+  u64(d, "host_tx_overrun", hc.tx_overrun);
   u64(d, "host_polls", hc.polls);
   // A poll that is late now counts already (a host starved of CPU may not poll for seconds).
   const uint64_t overdue = h->overdue_ns();

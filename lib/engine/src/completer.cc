@@ -125,6 +125,7 @@ struct Completer {
       qp.probe_armed = false;  // a probe sent before we knew the peer echoes
       s.rtt_ns = static_cast<uint32_t>(m.now_ns) - t->ts_ns.get();
       s.ce_packets = t->ce_packets;
+      qp.counters.ce_echoed += t->ce_packets;
       s.n_hops = t->hops();
       s.int_partial = t->overflow() || t->path_hops > t->hops();
       const wire::TelemetryHop* h = wire::telemetry_hops(t);

@@ -269,7 +269,7 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   qp->retx.assign(words, 0);
   qp->retx_done.assign(words, 0);
   qp->cc_params = &m.cc_params.front().second;  // "none" until set_cc
-  qp->flow.init(*qp->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, qp->mtu()}, m.now_ns);
+  m.init_flow(*qp);
   m.path_init(*qp, m.cfg.path);
   *qp_num = qp->qpn;
   m.qps[index] = std::move(qp);
@@ -521,7 +521,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     qp->reads.assign(q.max_dest_rd_atomic, ReadJob{});
     qp->atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
     qp->atomic_next = 0;
-    qp->flow.init(*qp->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, qp->mtu()}, m.now_ns);
+    m.init_flow(*qp);
     if (q.recovery == Recovery::kSelectiveRepeat) m.ooo_reserve(*qp);
   }
   if (to == QpState::kError) {
@@ -558,7 +558,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     fresh->valid = true;
     fresh->in_ready = qp->in_ready;
     fresh->cc_params = qp->cc_params;
-    fresh->flow.init(*fresh->cc_params, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, fresh->mtu()}, m.now_ns);
+    m.init_flow(*fresh);
     m.path_init(*fresh, qp->path ? qp->path->cfg : PathConfig{});
     m.qps[qp->index] = std::move(fresh);
     return 0;
@@ -616,7 +616,7 @@ int Engine::set_cc(uint32_t qp_num, std::string_view algorithm, std::span<const 
     shared = &m.cc_params.back().second;
   }
   qp->cc_params = shared;
-  qp->flow.init(*shared, {m.cfg.line_rate_bps, m.cfg.base_rtt_ns, qp->mtu()}, m.now_ns);
+  m.init_flow(*qp);
   m.reconsider(*qp);
   return 0;
 }
@@ -895,6 +895,13 @@ void Engine::Impl::make_ready(Qp& qp) {
 
 // Puts the QP where it belongs: in the ready ring if it may send now, and in the
 // timing wheel at its earliest deadline (pacing, RTO, RNR wait, CC timer).
+void Engine::Impl::init_flow(Qp& qp) {
+  qp.flow.init(*qp.cc_params, {cfg.line_rate_bps, cfg.base_rtt_ns, qp.mtu()}, now_ns);
+  // INT algorithms read every packet's telemetry, and the ACK echo of CE marks
+  // is defined per packet: those get an ACK per packet; the others coalesce.
+  qp.ack_every = qp.flow.wants_int() || cfg.np.ack_echo != 0 ? 1 : cfg.ack_req_every;
+}
+
 void Engine::Impl::reconsider(Qp& qp) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   uint64_t wake = std::min({qp.rto_deadline_ns, qp.rnr_deadline_ns, qp.flow.next_timer_ns(),
@@ -1001,7 +1008,10 @@ wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
 
 uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload,
                                   uint32_t n_payload, uint32_t payload_len, bool phantom, bool collect) {
-  TxFrame tx;
+  if (tx_count == kTxBurst) tx_flush();
+  TxFrame& tx = tx_burst[tx_count];
+  uint8_t* const tx_hdr = tx_scratch[tx_count].hdr;
+  uint8_t* const tx_tail = tx_scratch[tx_count].tail;
   tx.hdr = tx_hdr;
   // READ responses answer the peer's requests: they follow its dodge value.
   const wire::Kind kind = wire::opcode_info(t.opcode).kind;
@@ -1024,12 +1034,13 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   }
   tx.priority = qp.attr.ah_attr.vlan ? qp.attr.ah_attr.pcp : 0;
   tx.qp_num = qp.qpn;
+  tx.control = false;
   if (qp.loopback) {
     // poll() makes room before a loopback QP's turn; lost only if an answer took it.
+    // (The slot was scratch only: it stays free.)
     if (!loop_push(tx.hdr, tx.hdr_len, tx.payload, tx.n_payload, tx.tail, tx.tail_len)) ++counters.loopback_drops;
   } else {
-    io->transmit(now_ns, tx);
-    ++counters.tx_frames;
+    ++tx_count;
   }
   ++qp.counters.tx_packets;
   return frame_len;
@@ -1112,7 +1123,9 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
 }
 
 void Engine::Impl::flush_control() {
-  uint32_t space = control_count ? io->tx_space() : 0;
+  // Data frames of this burst not yet handed over take their room first.
+  const uint32_t room = control_count ? io->tx_space() : 0;
+  uint32_t space = room > tx_count ? room - tx_count : 0;
   while (control_count > 0) {
     const ControlFrame& c = control[control_head];
     if (c.loopback) {
@@ -1120,19 +1133,22 @@ void Engine::Impl::flush_control() {
     } else {
       if (space == 0) break;
       --space;
-      TxFrame tx;
+      if (tx_count == kTxBurst) tx_flush();
+      TxFrame& tx = tx_burst[tx_count++];
       tx.hdr = c.data;
       tx.hdr_len = c.len;
+      tx.n_payload = 0;
+      tx.tail = nullptr;
+      tx.tail_len = 0;
       tx.priority = c.priority;
       tx.qp_num = c.qp_num;
       tx.control = true;
-      io->transmit(now_ns, tx);
-      ++counters.tx_frames;
     }
     control_head = (control_head + 1) % static_cast<uint32_t>(control.size());
     --control_count;
     ++control_popped;
   }
+  tx_flush();  // before anything may queue a control frame into a slot popped here
 }
 
 // ---------------------------------------------------------------- the internal loop

@@ -242,6 +242,11 @@ struct Qp {
   // ---- congestion control
   const cc::Params* cc_params = nullptr;
   cc::Flow flow;
+  // AckReq on every Nth packet: 1 for algorithms defined on a sample per packet
+  // (INT, the ACK echo of CE marks), else EngineConfig::ack_req_every (init_flow).
+  uint32_t ack_every = 1;
+  uint32_t asked_psn = 0;  // the newest request packet sent with AckReq
+  bool asked = false;
 
   // ---- path control: allocated only while it is on, so that a QP without it
   // pays a pointer, not the state and a second header template.
@@ -349,9 +354,25 @@ struct Engine::Impl {
   std::vector<LoopFrame> loop;        // ring of cfg.loopback_slots, allocated on first use
   uint32_t loop_head = 0;
   uint32_t loop_count = 0;
-  // Transmit scratch: headers and tail of the frame being handed to the host.
-  uint8_t tx_hdr[128];
-  uint8_t tx_tail[8 + wire::kMaxTelemetryBytes];
+  // Frames go to the host in bursts (PacketIo::transmit_burst): one call per
+  // kTxBurst frames, and at the end of every flush_control(). A data frame's
+  // headers and tail are built in its slot's scratch; a control frame points
+  // into the control ring, which nothing changes before flush_control() hands
+  // the burst over.
+  static constexpr uint32_t kTxBurst = 32;
+  struct TxScratch {
+    uint8_t hdr[128];
+    uint8_t tail[8 + wire::kMaxTelemetryBytes];
+  };
+  TxFrame tx_burst[kTxBurst];
+  TxScratch tx_scratch[kTxBurst];
+  uint32_t tx_count = 0;
+  void tx_flush() {
+    if (tx_count == 0) return;
+    io->transmit_burst(now_ns, tx_burst, tx_count);
+    counters.tx_frames += tx_count;
+    tx_count = 0;
+  }
 
   // ---- engine.cc
   Qp* qp_by_num(uint32_t qpn);
@@ -369,12 +390,16 @@ struct Engine::Impl {
   // status, every other outstanding WR and every receive is flushed.
   void to_error(Qp& qp, WcStatus status, uint32_t failed = kNil);
   void reconsider(Qp& qp);
+  // (Re)starts the QP's congestion control on its parameters, and the ACK
+  // rate the algorithm needs.
+  void init_flow(Qp& qp);
   void make_ready(Qp& qp);
   void wake(Qp& qp);
   wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path ? qp.path->dodge : 0); }
   // The QP's path fields with `dodge` in its dodge field (path control on).
   wire::PathFields path_fields(const Qp& qp, uint16_t dodge) const;
-  // Hands one data frame to the host; returns its length (without the trailer).
+  // Builds one data frame into the transmit burst (or onto the internal loop);
+  // returns its length (without the trailer).
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
                       uint32_t payload_len, bool phantom, bool collect);
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
@@ -408,6 +433,7 @@ struct Engine::Impl {
   bool send_one(Qp& qp);
   bool start_wqe(Qp& qp, SendWqe& w);
   void send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission);
+  bool ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len, bool last) const;
   bool send_read_response(Qp& qp);
   void rewind(Qp& qp, uint32_t psn);
   void arm_rto(Qp& qp);

@@ -269,7 +269,7 @@ void Engine::Impl::repath(Qp& qp, RepathReason why) {
   qp.backoff = 0;
   if (why == RepathReason::kTimeout) arm_rto(qp);
   if (p.cfg.reset_cc) {
-    qp.flow.init(*qp.cc_params, {cfg.line_rate_bps, cfg.base_rtt_ns, qp.mtu()}, now_ns);
+    init_flow(qp);
     qp.next_send_ps = std::min(qp.next_send_ps, now_ns * 1000);
   }
   if (why == RepathReason::kStall) {

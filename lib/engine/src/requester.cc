@@ -122,6 +122,25 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
 
 // ---------------------------------------------------------------- sending
 
+// AckReq on a new request packet. Every ack_every-th PSN asks (with 1, every
+// packet: what INT algorithms need). Between those a packet asks only where
+// nothing would bring an ACK otherwise, since a responder ACKs only what asks
+// (IBA's rule: Linux rxe, RoCE NICs): the last packet of the last WR posted
+// (its completion waits for it), and a packet that fills the congestion or PSN
+// window while no packet that asked is still unacknowledged (the window opens
+// only with an ACK). ACKs are cumulative, and a tita responder's ACK counts the
+// CE marks of every packet it covers.
+bool Engine::Impl::ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len,
+                                      bool last) const {
+  if (qp.ack_every <= 1 || psn % qp.ack_every == 0) return true;
+  const uint32_t next_wr = (static_cast<uint32_t>(&w - qp.sq.data()) + 1) & (qp.sq_size() - 1);
+  if (last && next_wr == qp.sq_tail) return true;
+  if (qp.asked && !psn_before(qp.asked_psn, qp.snd_una)) return false;  // its ACK will open the window
+  const uint32_t outstanding = psn_distance(psn_add(psn, 1), qp.snd_una);
+  if (outstanding >= kMaxOutstandingPsns || (qp.selective() && outstanding >= cfg.sr_window)) return true;
+  return qp.inflight_bytes() + len >= qp.flow.cwnd_bytes();
+}
+
 // Checks the WR's local buffers and gives it its PSNs and sequence space.
 bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
   // Inline data was copied at post time; READ and atomic results land in memory
@@ -227,7 +246,11 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
     }
     f.imm = w.imm;
     f.se = last && w.solicited;
-    f.ack_req = last || retransmission || psn % cfg.ack_req_every == 0;
+    f.ack_req = retransmission || ack_request_wanted(qp, w, psn, len, last);
+  }
+  if (f.ack_req) {
+    qp.asked = true;
+    qp.asked_psn = psn;
   }
   const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.needs_response());
   ++qp.counters.tx_data_packets;

@@ -289,13 +289,14 @@ void Device::report_refused() {
   const dpdk::HostCounters& h = host_->counters();
   const engine::EngineCounters& e = host_->engine().counters();
   const dpdk::PortStats p = port_.stats();
-  const bool any = h.tx_no_mbuf + h.tx_oversize + p.tx_errors > 0;
+  const bool any = h.tx_no_mbuf + h.tx_oversize + h.tx_overrun + p.tx_errors > 0;
   log(any ? Config::Log::kError : Config::Log::kInfo,
-      "%s: %lu frames sent, %lu received; not sent: %lu (no mbuf), %lu (larger than an mbuf), %lu (port tx errors); "
+      "%s: %lu frames sent, %lu received; not sent: %lu (no mbuf), %lu (larger than an mbuf), %lu (beyond tx space), "
+      "%lu (port tx errors); "
       "dropped on arrival: %lu (port: missed), %lu (port: rx errors), %lu (engine: malformed, bad ICRC, not ours)",
       cfg_.device.c_str(), static_cast<unsigned long>(h.tx_frames), static_cast<unsigned long>(h.rx_frames),
       static_cast<unsigned long>(h.tx_no_mbuf), static_cast<unsigned long>(h.tx_oversize),
-      static_cast<unsigned long>(p.tx_errors), static_cast<unsigned long>(p.rx_missed),
+      static_cast<unsigned long>(h.tx_overrun), static_cast<unsigned long>(p.tx_errors), static_cast<unsigned long>(p.rx_missed),
       static_cast<unsigned long>(p.rx_errors), static_cast<unsigned long>(e.rx_dropped));
 }
 

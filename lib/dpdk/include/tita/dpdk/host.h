@@ -7,7 +7,9 @@
 //   Engine& eng = host.engine();          // verbs as in tita/engine/engine.h
 //   for (;;) host.poll_once(clock.now_ns());
 //
-// Transmit builds one mbuf per frame: headers, payload and tail copied into a
+// Transmit takes the engine's frames a burst at a time, their mbufs allocated in
+// one call, and queues them in a ring until the port takes them. It builds one
+// mbuf per frame: headers, payload and tail copied into a
 // single segment, or (zero copy, when the port takes chained mbufs and the
 // payload lies in memory given to register_memory) a header mbuf chained to
 // external-buffer mbufs that point at the payload where it lies, and a tail
@@ -65,6 +67,7 @@ struct HostCounters {
   uint64_t tx_no_mbuf = 0;      // frames dropped: mempool empty
   uint64_t tx_oversize = 0;     // frames dropped: larger than the port's mbuf data room
                                 // (modify_qp refuses such path MTUs: a bug if ever seen)
+  uint64_t tx_overrun = 0;      // frames dropped: more than tx_space() said (a bug if ever seen)
   uint64_t rx_handed_off = 0;   // frames for another engine's QP, passed to its inbox
   uint64_t rx_from_inbox = 0;   // frames other engines passed to this one
   uint64_t rx_inbox_full = 0;   // frames dropped: the owner's inbox was full
@@ -111,7 +114,7 @@ class EngineHost final : public engine::PacketIo {
 
   // engine::PacketIo
   uint32_t tx_space() override;
-  void transmit(uint64_t now_ns, const engine::TxFrame& frame) override;
+  void transmit_burst(uint64_t now_ns, const engine::TxFrame* frames, uint32_t n) override;
 
  private:
   struct Region {
@@ -120,6 +123,15 @@ class EngineHost final : public engine::PacketIo {
     rte_mbuf_ext_shared_info* shinfo;
   };
   const Region* region_of(const void* p, size_t len) const;
+  bool zero_copy(const engine::TxFrame& f) const;  // its payload can go out where it lies
+  // Fills the head mbuf m with frame f (chaining more for zero copy); false:
+  // m was freed and the frame counted as dropped.
+  bool build(const engine::TxFrame& f, rte_mbuf* m);
+  // The pending ring: frames built, not yet taken by the port, oldest first.
+  uint32_t pending_count() const { return pending_tail_ - pending_head_; }
+  rte_mbuf*& pending_at(uint32_t i) { return pending_[(pending_head_ + i) & pending_mask_]; }
+  void pending_push(rte_mbuf* m) { pending_[pending_tail_++ & pending_mask_] = m; }
+  uint32_t pending_send(uint32_t n);  // hands up to n frames from the head to the port
   void flush();
   void deliver(uint64_t now_ns, rte_mbuf* m);
   bool on_pfc(uint64_t now_ns, const rte_mbuf* m);  // true: m was a PFC frame (consumed)
@@ -130,7 +142,10 @@ class EngineHost final : public engine::PacketIo {
   uint16_t queue_;
   HostOptions options_;
   std::unique_ptr<engine::Engine> engine_;
-  std::vector<rte_mbuf*> pending_;  // frames built, not yet handed to the port
+  std::vector<rte_mbuf*> pending_;  // ring of a power-of-two size (4 bursts at least)
+  uint32_t pending_mask_ = 0;
+  uint32_t pending_head_ = 0;       // free-running positions
+  uint32_t pending_tail_ = 0;
   std::vector<Region> regions_;
   std::vector<uint8_t> linear_;     // scratch for multi-segment receives
   Steering steering_;               // inbox empty: the only engine on its queue

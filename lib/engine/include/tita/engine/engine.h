@@ -97,7 +97,12 @@ struct EngineConfig {
   bool compute_icrc = true;                  // off: ICRC sent as 0 (simulation speed)
   bool verify_icrc = true;                   // off: received ICRCs not checked
   bool telemetry = true;       // COLLECT trailers on data; ECHO trailers on ACKs
-  uint32_t ack_req_every = 1;  // AckReq on every Nth data packet (and every last one)
+  // ACK coalescing, as RoCE NICs do: AckReq on every Nth request packet, and on
+  // any packet nothing could follow until an ACK (the last of the last WR
+  // posted, one that fills a window). Algorithms that want every packet's
+  // sample (INT: HPCC, PowerTCP, tita; the ACK echo of CE marks) get AckReq on
+  // every packet whatever this says. 1: an ACK per packet for every algorithm.
+  uint32_t ack_req_every = 8;
   uint32_t ack_unsolicited = 16;  // ACK after this many in-order packets without AckReq
   uint8_t initial_ttl = 64;    // also how receivers count the routers a packet crossed
   uint8_t cnp_dscp = 48;       // as ConnectX NICs send CNPs
@@ -162,6 +167,7 @@ struct QpCounters {
   uint64_t cnps_sent = 0;
   uint64_t cnps_received = 0;        // CNPs, or ACKs echoing CE marks (EngineConfig::np ack_echo)
   uint64_t int_records_received = 0;  // INT hop records echoed back to this sender
+  uint64_t ce_echoed = 0;             // CE marks the peer's ACKs reported (tita peers; coalesced ACKs add theirs up)
   uint64_t rtt_samples = 0;
   uint64_t last_rtt_ns = 0;
   uint64_t path_changes = 0;             // dodges, every reason (the sum of the next five)
@@ -275,6 +281,7 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("cnps_sent", q.cnps_sent);
   f("cnps_received", q.cnps_received);
   f("int_records_received", q.int_records_received);
+  f("ce_echoed", q.ce_echoed);
   f("rtt_samples", q.rtt_samples);
   f("last_rtt_ns", q.last_rtt_ns);
   f("path_changes", q.path_changes);

@@ -15,13 +15,13 @@ namespace tita::engine {
 struct TxFrame {
   static constexpr uint32_t kMaxPayloadSegments = kMaxSge + 1;
 
-  const uint8_t* hdr = nullptr;  // engine scratch: copy before transmit() returns
+  const uint8_t* hdr = nullptr;  // engine scratch: copy before transmit_burst() returns
   uint32_t hdr_len = 0;
   // Zero-copy payload. A segment with data == nullptr is virtual: bytes of a
   // phantom memory region (simulation), to be sent as zeros.
   wire::Segment payload[kMaxPayloadSegments];
   uint32_t n_payload = 0;
-  const uint8_t* tail = nullptr;  // engine scratch: copy before transmit() returns
+  const uint8_t* tail = nullptr;  // engine scratch: copy before transmit_burst() returns
   uint32_t tail_len = 0;
   uint8_t priority = 0;  // 802.1p class for the host's egress queue (PFC)
   uint32_t qp_num = 0;   // sending QP, for hosts that steer queues by QP
@@ -38,12 +38,13 @@ struct TxFrame {
 class PacketIo {
  public:
   virtual ~PacketIo() = default;
-  // How many frames transmit() accepts now. The engine sends no more than that
-  // per poll(); the host calls poll() again when room frees.
+  // How many frames the host accepts now. The engine hands over no more than
+  // that per poll(); the host calls poll() again when room frees.
   virtual uint32_t tx_space() = 0;
-  // Sends one frame. Header and tail bytes must be copied before returning;
+  // Sends n frames (1 <= n <= 32), in order: one call per burst, from inside
+  // Engine::poll(). Header and tail bytes must be copied before returning;
   // payload segments stay valid until the work request completes.
-  virtual void transmit(uint64_t now_ns, const TxFrame& frame) = 0;
+  virtual void transmit_burst(uint64_t now_ns, const TxFrame* frames, uint32_t n) = 0;
 };
 
 }  // namespace tita::engine
