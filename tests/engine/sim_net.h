@@ -28,6 +28,8 @@ struct LinkFaults {
   uint64_t reorder_ns = 20'000;
   uint64_t jitter_ns = 0;  // uniform extra delay in [0, jitter_ns]
   double ce_mark = 0;      // probability an ECN-capable IPv4 frame leaves CE-marked (a switch's RED)
+  // Frames for which this returns true leave CE-marked (a congested path).
+  std::function<bool(const std::vector<uint8_t>&)> mark_if;
   // Frames for which this returns true vanish (a path's black hole, counted as lost).
   std::function<bool(const std::vector<uint8_t>&)> drop_if;
 };
@@ -217,7 +219,7 @@ class SimNet {
       frame = bad;
       ++stats_.corrupted;
     }
-    if (f.ce_mark > 0 && u(rng_) < f.ce_mark && frame->size() > 18) {
+    if (((f.ce_mark > 0 && u(rng_) < f.ce_mark) || (f.mark_if && f.mark_if(*frame))) && frame->size() > 18) {
       auto marked = std::make_shared<std::vector<uint8_t>>(*frame);
       const bool tagged = (*marked)[12] == 0x81 && (*marked)[13] == 0x00;
       const size_t l3 = tagged ? 18 : 14;

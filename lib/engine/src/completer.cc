@@ -166,6 +166,24 @@ struct Completer {
     return i == qp.sq_tail ? qp.sq_head : i;
   }
 
+  // Spraying: which paths delivered [from, snd_una) and the triggering packet
+  // (the ACKed or selectively ACKed PSN, whose echo the ACK carries); then
+  // RACK's verdict on what is still out. Losses stay per path: no CC loss
+  // signal (a failing path is left, not the QP's rate cut).
+  void spray_update(const wire::Packet& pkt, uint32_t from, uint32_t trigger) {
+    uint32_t ce = 0;
+    uint64_t rtt = 0;
+    if (const wire::TelemetryHdr* t = pkt.telemetry(); t != nullptr && t->echo()) {
+      ce = t->ce_packets;
+      rtt = static_cast<uint32_t>(static_cast<uint32_t>(m.now_ns) - t->ts_ns.get());
+    }
+    m.spray_delivered(qp, from, qp.snd_una, trigger, ce, rtt);
+    if (!psn_before(trigger, qp.snd_una) && psn_before(trigger, qp.snd_max)) {
+      m.spray_delivered(qp, trigger, psn_add(trigger, 1), trigger, ce, rtt);
+    }
+    m.spray_detect_losses(qp);
+  }
+
   void on_ack(const wire::Packet& pkt) {
     const uint8_t syndrome = pkt.aeth()->syndrome;
     const uint32_t psn = pkt.psn();
@@ -177,6 +195,7 @@ struct Completer {
         ++qp.counters.acks_received;
         const uint64_t bytes = acknowledge_through(psn);
         if (qp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.snd_una, una_before));
+        if (qp.spraying()) spray_update(pkt, una_before, psn);
         return;
       }
       case wire::aeth::kRnrNak: {
@@ -225,11 +244,17 @@ struct Completer {
     const wire::TelemetrySack* sack = t ? wire::telemetry_sack(t) : nullptr;
     if (qp.selective() && sack != nullptr) {
       // Everything between the gap and the PSN the receiver has is lost (IRN's
-      // rule); resend each once until a timeout says otherwise.
+      // rule); resend each once until a timeout says otherwise. Sprayed
+      // packets overtake each other: RACK decides instead (spray.cc).
       const uint32_t got = sack->psn.get() & wire::kPsnMask;
-      if (psn_before(got, qp.snd_una) || !psn_before(got, qp.snd_max)) return;
+      const bool valid = !psn_before(got, qp.snd_una) && psn_before(got, qp.snd_max);
       const uint32_t w = m.cfg.sr_window - 1;
-      bit_set(qp.sacked, got & w);
+      if (valid) bit_set(qp.sacked, got & w);
+      if (qp.spraying()) {
+        spray_update(pkt, una_before, valid ? got : qp.snd_max);
+        return;
+      }
+      if (!valid) return;
       uint64_t lost = 0;
       for (uint32_t p = psn; psn_before(p, got); p = psn_add(p, 1)) {
         const uint32_t bit = p & w;

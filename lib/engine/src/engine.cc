@@ -893,19 +893,24 @@ void Engine::Impl::make_ready(Qp& qp) {
   ++ready_count;
 }
 
-// Puts the QP where it belongs: in the ready ring if it may send now, and in the
-// timing wheel at its earliest deadline (pacing, RTO, RNR wait, CC timer).
 void Engine::Impl::init_flow(Qp& qp) {
   qp.flow.init(*qp.cc_params, {cfg.line_rate_bps, cfg.base_rtt_ns, qp.mtu()}, now_ns);
-  // INT algorithms read every packet's telemetry, and the ACK echo of CE marks
-  // is defined per packet: those get an ACK per packet; the others coalesce.
-  qp.ack_every = qp.flow.wants_int() || cfg.np.ack_echo != 0 ? 1 : cfg.ack_req_every;
+  set_ack_every(qp);
 }
 
+void Engine::Impl::set_ack_every(Qp& qp) {
+  // INT algorithms read every packet's telemetry, the ACK echo of CE marks is
+  // defined per packet, and spraying keeps a record per path: those get an ACK
+  // per packet; the others coalesce.
+  qp.ack_every = qp.flow.wants_int() || cfg.np.ack_echo != 0 || qp.spray ? 1 : cfg.ack_req_every;
+}
+
+// Puts the QP where it belongs: in the ready ring if it may send now, and in the
+// timing wheel at its earliest deadline (pacing, RTO, RNR wait, CC timer).
 void Engine::Impl::reconsider(Qp& qp) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   uint64_t wake = std::min({qp.rto_deadline_ns, qp.rnr_deadline_ns, qp.flow.next_timer_ns(),
-                           qp.path ? qp.path->deadline_ns : kNever});
+                           qp.path ? qp.path->deadline_ns : kNever, qp.spray ? qp.spray->rack_deadline_ns : kNever});
   if (has_work(qp)) {
     const uint64_t pace_ns = (qp.next_send_ps + 999) / 1000;
     if (pace_ns <= now_ns) {
@@ -930,6 +935,13 @@ void Engine::Impl::wake(Qp& qp) {
   if (qp.rto_deadline_ns <= now_ns) on_timeout(qp);
   if (qp.flow.next_timer_ns() <= now_ns) qp.flow.on_timer(now_ns);
   if (qp.path && qp.path->deadline_ns <= now_ns) path_check(qp);
+  if (qp.spray && qp.spray->rack_deadline_ns <= now_ns) {
+    if (qp.spraying()) {
+      spray_detect_losses(qp);
+    } else {
+      qp.spray->rack_deadline_ns = kNever;
+    }
+  }
   reconsider(qp);
 }
 
@@ -1007,7 +1019,8 @@ wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
 }
 
 uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload,
-                                  uint32_t n_payload, uint32_t payload_len, bool phantom, bool collect) {
+                                  uint32_t n_payload, uint32_t payload_len, bool phantom, bool collect,
+                                  uint16_t udp_sport) {
   if (tx_count == kTxBurst) tx_flush();
   TxFrame& tx = tx_burst[tx_count];
   uint8_t* const tx_hdr = tx_scratch[tx_count].hdr;
@@ -1016,7 +1029,12 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   // READ responses answer the peer's requests: they follow its dodge value.
   const wire::Kind kind = wire::opcode_info(t.opcode).kind;
   const bool response = qp.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
-  tx.hdr_len = (response ? qp.path->resp_hdr : qp.hdr).write(t, payload_len, tx_hdr);
+  const wire::HeaderTemplate& hdr = response ? qp.path->resp_hdr : qp.hdr;
+  tx.hdr_len = hdr.write(t, payload_len, tx_hdr);
+  if (udp_sport != 0) [[unlikely]] {  // sprayed: before the ICRC, which covers it
+    tx_hdr[hdr.udp_offset()] = static_cast<uint8_t>(udp_sport >> 8);
+    tx_hdr[hdr.udp_offset() + 1] = static_cast<uint8_t>(udp_sport);
+  }
   for (uint32_t i = 0; i < n_payload; ++i) tx.payload[i] = payload[i];
   tx.n_payload = n_payload;
   const uint32_t pad = wire::pad_bytes(payload_len);

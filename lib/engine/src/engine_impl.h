@@ -140,6 +140,34 @@ struct PathState {
   wire::HeaderTemplate resp_hdr;  // the QP's ACKs, NAKs and READ responses (follow the peer's dodge)
 };
 
+// Spraying (spray.cc): the QP's entropy values and, per PSN in the
+// selective-repeat window, the value it went out on and when.
+struct SprayPath {
+  uint16_t value = 0;
+  uint8_t generation = 0;  // bumped when the value is replaced: older packets are not its
+  uint32_t lost_in_row = 0;
+  SprayPathInfo stats;
+};
+struct SprayState {
+  SprayConfig cfg;
+  uint16_t mask = 0;
+  uint16_t base = 0;              // the QP's own dodge value
+  std::vector<SprayPath> paths;   // cfg.paths of them
+  uint32_t next = 0;              // round robin
+  std::vector<uint8_t> recycle;   // REPS: paths whose last ACK was clean, FIFO (a ring)
+  uint32_t recycle_head = 0;
+  uint32_t recycle_count = 0;
+  uint32_t fresh = 0;             // where the search for an unused value resumes
+  std::vector<uint8_t> psn_path;      // by PSN mod sr_window
+  std::vector<uint8_t> psn_generation;  // the path's generation when it was sent
+  std::vector<uint64_t> psn_sent_ns;  // by PSN mod sr_window
+  uint64_t rack_sent_ns = 0;      // send time of the latest-sent packet known delivered
+  uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
+  uint64_t rack_deadline_ns = kNever;
+  uint64_t retired = 0;
+  uint64_t replaced = 0;
+};
+
 struct Qp {
   // ---- identity and attributes
   uint32_t index = 0;
@@ -254,6 +282,10 @@ struct Qp {
   bool path_on() const { return path != nullptr; }
   // Its ACKs, NAKs and READ responses: the peer's dodge value when path control is on.
   const wire::HeaderTemplate& resp_hdr() const { return path ? path->resp_hdr : hdr; }
+
+  // ---- spraying: allocated only while it is configured
+  std::unique_ptr<SprayState> spray;
+  bool spraying() const { return spray != nullptr && selective(); }
 
   QpCounters counters;
 
@@ -393,6 +425,7 @@ struct Engine::Impl {
   // (Re)starts the QP's congestion control on its parameters, and the ACK
   // rate the algorithm needs.
   void init_flow(Qp& qp);
+  void set_ack_every(Qp& qp);  // the AckReq rate the QP's algorithm (and spraying) needs
   void make_ready(Qp& qp);
   void wake(Qp& qp);
   wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path ? qp.path->dodge : 0); }
@@ -400,8 +433,9 @@ struct Engine::Impl {
   wire::PathFields path_fields(const Qp& qp, uint16_t dodge) const;
   // Builds one data frame into the transmit burst (or onto the internal loop);
   // returns its length (without the trailer).
+  // `udp_sport`: the UDP source port instead of the template's (spraying); 0: the template's.
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
-                      uint32_t payload_len, bool phantom, bool collect);
+                      uint32_t payload_len, bool phantom, bool collect, uint16_t udp_sport = 0);
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
   // What queue_control did with a frame.
   enum class Queued : uint8_t { kNew, kMerged, kDropped };
@@ -464,6 +498,19 @@ struct Engine::Impl {
   void path_check(Qp& qp);   // the stall deadline passed
   void path_follow(Qp& qp, const wire::Packet& request);
   void repath(Qp& qp, RepathReason why);
+
+  // ---- spray.cc (only while qp.spraying())
+  // The path for request packet `psn` of WR w (a retransmission leaves the path
+  // that lost it); records it and returns the UDP source port to carry, or 0
+  // for a READ or atomic request (the QP's own path).
+  uint16_t spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool retransmission);
+  // Packets [from, to) were acknowledged (cumulatively, or `to` - 1 selectively);
+  // `ce`: CE marks the ACK echoed, `rtt_ns` its sample (0: none), both for the
+  // packet that triggered it (`trigger`).
+  void spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t trigger, uint32_t ce, uint64_t rtt_ns);
+  // RACK: marks for retransmission the unacknowledged packets sent a
+  // reordering window before the latest delivered one; returns bytes marked.
+  uint64_t spray_detect_losses(Qp& qp);
 };
 
 inline WcOpcode wc_opcode(WrOpcode op) {

@@ -252,7 +252,8 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
     qp.asked = true;
     qp.asked_psn = psn;
   }
-  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.needs_response());
+  const uint16_t sport = qp.spraying() ? spray_pick(qp, w, psn, retransmission) : 0;
+  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.needs_response(), sport);
   ++qp.counters.tx_data_packets;
   qp.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.counters.retransmitted_packets;

@@ -56,6 +56,50 @@ struct PathConfig {
   bool follow_peer = true;  // ACKs, NAKs and READ responses take the dodge value of the requests they answer
 };
 
+// Multipath (doc/multipath.md): one QP's request packets sprayed over several
+// entropy values - the dodge bits of the UDP source port, which switches hash
+// (or, with hash-offset ECMP, add to their choice: fabric::ecmp_select) - each
+// value a path with its own ECN, RTT and loss record. Runs while the QP's
+// recovery is selective repeat with a tita peer; otherwise its packets keep
+// the one path of its address vector.
+enum class SprayPolicy : uint8_t {
+  kRoundRobin,  // the values in turn, spread over the mask (value i: i x 7, modulo)
+  kReps,        // REPS-like: a value whose ACK came back unmarked is used again
+                // next; one that saw CE or a loss is replaced by an unused value
+  kOffset,      // consecutive values from the QP's own: with hash-offset ECMP
+                // they take different next hops at every tier with >= paths choices
+};
+std::string_view to_string(SprayPolicy p);  // "round_robin", "reps", "offset"
+bool parse_spray_policy(std::string_view name, SprayPolicy* out);
+
+struct SprayConfig {
+  uint16_t paths = 0;  // entropy values in use at a time, 2..16; 0: off
+  SprayPolicy policy = SprayPolicy::kRoundRobin;
+  uint16_t mask = 0;   // bits of the UDP source port that carry the value; 0: 0x000f
+  uint32_t retire_losses = 3;  // a value whose packets are lost this many times in a row is replaced
+  // A packet is lost once a packet sent this long after it was delivered
+  // (RACK's reordering window, for paths of unequal delay); 0: a quarter of
+  // the smoothed RTT, at least 2 us.
+  uint64_t reorder_ns = 0;
+};
+
+// One entropy value of a spraying QP, for tests and tools.
+struct SprayPathInfo {
+  uint16_t value = 0;      // the dodge value (bits of the UDP source port under the mask)
+  uint16_t udp_sport = 0;  // what its packets carry
+  uint64_t sent = 0;       // request packets sent on it (retransmissions too)
+  uint64_t delivered = 0;  // acknowledged (cumulatively or selectively)
+  uint64_t ce = 0;         // CE marks echoed for its packets
+  uint64_t lost = 0;       // declared lost
+  uint64_t srtt_ns = 0;
+};
+struct SprayInfo {
+  bool active = false;  // spraying now (selective repeat with a tita peer)
+  uint64_t retired = 0;   // values replaced after repeated losses
+  uint64_t replaced = 0;  // REPS: values left after CE or a loss
+  std::vector<SprayPathInfo> paths;
+};
+
 // Why a QP moved to another path.
 enum class RepathReason : uint8_t {
   kTimeout,     // consecutive retransmission timeouts
@@ -359,6 +403,14 @@ class Engine {
   int repath(uint32_t qp_num);
   // Observer of every path change (fn nullptr: none).
   void set_path_hook(PathHook fn, void* ctx);
+  // Spraying of one QP's requests over several entropy values (SprayConfig;
+  // paths 0 turns it off). Allowed in any state. -EINVAL with a message: no
+  // such QP, paths not 0 or 2..16, more paths than the mask holds, a mask that
+  // is not one run of bits, or Hash Dodging on the UDP source port (both would
+  // own its dodge bits). It sprays while the QP runs selective repeat with a
+  // tita peer (QpAttr::recovery, known at RTR; the peer, at its first frame).
+  int set_spray(uint32_t qp_num, const SprayConfig& s, std::string* err);
+  int spray_info(uint32_t qp_num, SprayInfo* out) const;  // -EINVAL: no such QP or spraying off
   // Receiver of completion and asynchronous events (fn nullptr: none).
   void set_event_hook(EventHook fn, void* ctx);
 

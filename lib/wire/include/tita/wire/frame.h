@@ -173,6 +173,9 @@ class HeaderTemplate {
   // Writes the headers of one packet with `payload_len` bytes of payload into
   // `out`, which has room for header_bytes(t.opcode). Returns that many.
   uint32_t write(const TransportFields& t, uint32_t payload_len, uint8_t* out) const;
+  // Where the UDP header starts in what write() produces (its source port: the
+  // first two bytes, big-endian).
+  uint32_t udp_offset() const { return l3_offset_ + (ipv4_ ? sizeof(Ipv4Hdr) : sizeof(Ipv6Hdr)); }
 
  private:
   uint8_t bytes_[kMaxFixedBytes] = {};

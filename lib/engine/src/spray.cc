@@ -1,0 +1,255 @@
+// Spraying one QP's requests over several entropy values (doc/multipath.md).
+//
+// Each request packet of a SEND or WRITE goes out on one of the QP's values
+// (the dodge bits of its UDP source port), chosen by the policy; the value and
+// the send time are kept per PSN of the selective-repeat window. ACKs and
+// selective ACKs say which packets arrived, hence which value delivered, and
+// the ECHO trailer of the packet that triggered an ACK gives that value's CE
+// marks and RTT. Packets of different values may overtake each other, so a gap
+// is not a loss: a packet is lost once a packet sent a reordering window after
+// it has been delivered (RACK, RFC 8985), or at that time measured from the
+// latest delivery. A value whose packets are lost retire_losses times in a row
+// is replaced by an unused one, so a black-holed path is left after a few
+// packets, each resent on another value, without a timeout.
+//
+// READ and atomic requests keep the QP's own path: their responses come back
+// in PSN order on the responder's path and are recovered as on one path.
+#include <algorithm>
+#include <cerrno>
+
+#include "engine_impl.h"
+
+namespace tita::engine {
+
+using wire::psn_add;
+using wire::psn_before;
+
+namespace {
+
+constexpr uint8_t kUnsprayed = 0xff;  // psn_path: sent on the QP's own path
+constexpr uint32_t kMaxPaths = 16;
+constexpr uint64_t kMinReorderNs = 2'000;
+
+bool in_use(const SprayState& s, uint16_t value) {
+  return std::any_of(s.paths.begin(), s.paths.end(), [&](const SprayPath& p) { return p.value == value; });
+}
+
+// A value no path holds, searching on from the last one handed out.
+uint16_t unused_value(SprayState& s) {
+  const uint32_t n = wire::dodge_values(s.mask);
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto v = static_cast<uint16_t>((s.fresh + i) % n);
+    if (!in_use(s, v)) {
+      s.fresh = v + 1;
+      return v;
+    }
+  }
+  return s.paths.front().value;  // cannot happen: set_spray keeps paths < values
+}
+
+void replace(SprayState& s, SprayPath& p) {
+  p.value = unused_value(s);
+  ++p.generation;
+  p.lost_in_row = 0;
+  p.stats = SprayPathInfo{};
+  p.stats.value = p.value;
+}
+
+// The value of path i when spraying starts.
+uint16_t initial_value(const SprayState& s, uint32_t i) {
+  const uint32_t n = wire::dodge_values(s.mask);
+  const uint32_t step = s.cfg.policy == SprayPolicy::kOffset ? 1 : 7;  // 7: odd, so K values stay distinct
+  return static_cast<uint16_t>((s.base + i * step) % n);
+}
+
+uint64_t reorder_window(const SprayState& s, const EngineConfig& cfg) {
+  if (s.cfg.reorder_ns != 0) return s.cfg.reorder_ns;
+  uint64_t rtt = cfg.base_rtt_ns;
+  for (const SprayPath& p : s.paths) {
+    if (p.stats.srtt_ns != 0) rtt = std::min(rtt, p.stats.srtt_ns);
+  }
+  return std::max(rtt / 4, kMinReorderNs);
+}
+
+}  // namespace
+
+std::string_view to_string(SprayPolicy p) {
+  switch (p) {
+    case SprayPolicy::kRoundRobin: return "round_robin";
+    case SprayPolicy::kReps: return "reps";
+    case SprayPolicy::kOffset: return "offset";
+  }
+  return "?";
+}
+
+bool parse_spray_policy(std::string_view name, SprayPolicy* out) {
+  for (SprayPolicy p : {SprayPolicy::kRoundRobin, SprayPolicy::kReps, SprayPolicy::kOffset}) {
+    if (name == to_string(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool retransmission) {
+  SprayState& s = *qp.spray;
+  const auto k = static_cast<uint32_t>(s.paths.size());
+  const uint32_t slot = psn & (cfg.sr_window - 1);
+  if (w.needs_response()) {
+    for (uint32_t p = psn; psn_before(p, psn_add(w.first_psn, w.npkts)); p = psn_add(p, 1)) {
+      s.psn_path[p & (cfg.sr_window - 1)] = kUnsprayed;
+    }
+    return 0;
+  }
+  uint32_t i;
+  if (s.cfg.policy == SprayPolicy::kReps && s.recycle_count > 0) {
+    i = s.recycle[s.recycle_head];
+    s.recycle_head = (s.recycle_head + 1) % static_cast<uint32_t>(s.recycle.size());
+    --s.recycle_count;
+  } else {
+    i = s.next;
+    s.next = (s.next + 1) % k;
+  }
+  if (retransmission && i == s.psn_path[slot]) i = (i + 1) % k;  // not the path that lost it
+  s.psn_path[slot] = static_cast<uint8_t>(i);
+  s.psn_generation[slot] = s.paths[i].generation;
+  s.psn_sent_ns[slot] = now_ns;
+  ++s.paths[i].stats.sent;
+  return wire::dodge_set(s.mask, qp.udp_sport, s.paths[i].value);
+}
+
+void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t trigger, uint32_t ce,
+                                   uint64_t rtt_ns) {
+  SprayState& s = *qp.spray;
+  const uint32_t w = cfg.sr_window - 1;
+  for (uint32_t p = from; psn_before(p, to); p = psn_add(p, 1)) {
+    const uint8_t i = s.psn_path[p & w];
+    if (i == kUnsprayed) continue;
+    SprayPath& path = s.paths[i];
+    const uint64_t sent = s.psn_sent_ns[p & w];
+    if (sent >= s.rack_sent_ns) {
+      s.rack_sent_ns = sent;
+      s.rack_rtt_ns = now_ns - std::min(now_ns, sent);
+    }
+    s.psn_path[p & w] = kUnsprayed;  // counted once
+    if (s.psn_generation[p & w] != path.generation) continue;  // sent on the value this path had before
+    ++path.stats.delivered;
+    path.lost_in_row = 0;
+    if (p != trigger) continue;
+    if (rtt_ns != 0) path.stats.srtt_ns = path.stats.srtt_ns == 0 ? rtt_ns : (7 * path.stats.srtt_ns + rtt_ns) / 8;
+    path.stats.ce += ce;
+    if (s.cfg.policy != SprayPolicy::kReps) continue;
+    if (ce == 0) {
+      if (s.recycle_count < s.recycle.size()) {
+        s.recycle[(s.recycle_head + s.recycle_count) % s.recycle.size()] = i;
+        ++s.recycle_count;
+      }
+    } else {
+      replace(s, path);  // REPS: a marked value is not used again
+      ++s.replaced;
+    }
+  }
+}
+
+uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
+  SprayState& s = *qp.spray;
+  s.rack_deadline_ns = kNever;
+  if (s.rack_sent_ns == 0) return 0;
+  // RACK: the delivered packet sent last arrived rack_rtt after it was sent;
+  // a packet sent before it is lost once that long and a window have passed.
+  const uint64_t wnd = reorder_window(s, cfg);
+  const uint32_t w = cfg.sr_window - 1;
+  uint64_t lost = 0;
+  for (uint32_t p = qp.snd_una; psn_before(p, qp.snd_max); p = psn_add(p, 1)) {
+    const uint32_t bit = p & w;
+    const uint8_t i = s.psn_path[bit];
+    if (i == kUnsprayed || bit_test(qp.sacked, bit) || bit_test(qp.retx, bit)) continue;
+    const uint64_t sent = s.psn_sent_ns[bit];
+    if (sent >= s.rack_sent_ns) continue;  // nothing sent after it has arrived yet
+    const uint64_t due = sent + s.rack_rtt_ns + wnd;
+    if (due > now_ns) {
+      s.rack_deadline_ns = std::min(s.rack_deadline_ns, due);
+      continue;
+    }
+    bit_set(qp.retx, bit);
+    ++qp.retx_count;
+    lost += qp.mtu();
+    SprayPath& path = s.paths[i];
+    if (s.psn_generation[bit] != path.generation) continue;  // the value it went on is gone already
+    ++path.stats.lost;
+    if (++path.lost_in_row >= s.cfg.retire_losses) {
+      replace(s, path);
+      ++s.retired;
+    } else if (s.cfg.policy == SprayPolicy::kReps) {
+      replace(s, path);  // REPS: a value that lost a packet is not used again
+      ++s.replaced;
+    }
+  }
+  return lost;
+}
+
+int Engine::set_spray(uint32_t qp_num, const SprayConfig& sc, std::string* err) {
+  Impl& m = *impl_;
+  Qp* qp = m.qp_by_num(qp_num);
+  auto fail = [err](std::string msg) {
+    if (err) *err = std::move(msg);
+    return -EINVAL;
+  };
+  if (qp == nullptr) return fail("set_spray: no QP " + std::to_string(qp_num));
+  if (sc.paths == 0) {
+    qp->spray.reset();
+    m.set_ack_every(*qp);
+    return 0;
+  }
+  if (sc.paths < 2 || sc.paths > kMaxPaths) return fail("set_spray: paths must be 0 (off) or 2..16");
+  const uint16_t mask = sc.mask ? sc.mask : wire::dodge_default_mask(wire::DodgeField::kUdpSport);
+  if (!wire::dodge_mask_valid(wire::DodgeField::kUdpSport, mask)) {
+    return fail("set_spray: mask must be one run of bits of the UDP source port");
+  }
+  if (wire::dodge_values(mask) <= sc.paths) {
+    return fail("set_spray: the mask holds " + std::to_string(wire::dodge_values(mask)) +
+                " values: room for fewer than " + std::to_string(sc.paths) + " paths and a spare");
+  }
+  if (qp->path && qp->path->cfg.field == wire::DodgeField::kUdpSport) {
+    return fail("set_spray: Hash Dodging uses the UDP source port of this QP (turn it off or dodge on the DSCP)");
+  }
+  if (sc.retire_losses == 0) return fail("set_spray: retire_losses must be at least 1");
+  auto s = std::make_unique<SprayState>();
+  s->cfg = sc;
+  s->mask = mask;
+  s->base = static_cast<uint16_t>(wire::dodge_get(mask, qp->udp_sport));
+  s->paths.resize(sc.paths);
+  for (uint32_t i = 0; i < sc.paths; ++i) {
+    s->paths[i].value = initial_value(*s, i);
+    s->paths[i].stats.value = s->paths[i].value;
+  }
+  s->fresh = s->base;
+  s->recycle.assign(m.cfg.sr_window, 0);
+  s->psn_path.assign(m.cfg.sr_window, kUnsprayed);
+  s->psn_generation.assign(m.cfg.sr_window, 0);
+  s->psn_sent_ns.assign(m.cfg.sr_window, 0);
+  qp->spray = std::move(s);
+  m.set_ack_every(*qp);
+  m.reconsider(*qp);
+  return 0;
+}
+
+int Engine::spray_info(uint32_t qp_num, SprayInfo* out) const {
+  const Qp* qp = impl_->qp_by_num(qp_num);
+  if (qp == nullptr || qp->spray == nullptr) return -EINVAL;
+  const SprayState& s = *qp->spray;
+  out->active = qp->spraying();
+  out->retired = s.retired;
+  out->replaced = s.replaced;
+  out->paths.clear();
+  for (const SprayPath& p : s.paths) {
+    SprayPathInfo i = p.stats;
+    i.value = p.value;
+    i.udp_sport = wire::dodge_set(s.mask, qp->udp_sport, p.value);
+    out->paths.push_back(i);
+  }
+  return 0;
+}
+
+}  // namespace tita::engine

@@ -1,0 +1,231 @@
+// Spraying one QP over several entropy values (SprayConfig, doc/multipath.md)
+// on the in-memory network: the spread per policy, reordering, a black-holed
+// path, a path that marks CE, and the offset policy's values through
+// hash-offset ECMP on a fat-tree.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "pair.h"
+#include "tita/fabric/ecmp.h"
+#include "workload.h"
+
+namespace tita::test {
+namespace {
+
+using namespace engine;
+
+// The UDP source port of an untagged IPv4 RoCEv2 frame (0: something else).
+uint16_t sport_of(const std::vector<uint8_t>& f) {
+  if (f.size() < 42 || f[12] != 0x08 || f[13] != 0x00 || f[23] != 17) return 0;
+  return static_cast<uint16_t>(f[34] << 8 | f[35]);
+}
+bool is_data(const std::vector<uint8_t>& f) { return f.size() > 200; }  // 1 KB MTU requests, not ACKs
+
+QpAttr sr_attr() {
+  QpAttr a;
+  a.path_mtu = 1024;
+  a.recovery = Recovery::kSelectiveRepeat;
+  a.timeout = 14;  // 67 ms: a timeout in these runs would be seen
+  return a;
+}
+
+void run_workload(Pair& p, const std::vector<Message>& msgs, uint64_t deadline_ns) {
+  const Endpoint a{&p.eng(0), p.side[0].qp, p.side[0].cq, p.side[0].mr, p.side[0].buf.data(), p.side[0].buf.size()};
+  const Endpoint b{&p.eng(1), p.side[1].qp, p.side[1].cq, p.side[1].mr, p.side[1].buf.data(), p.side[1].buf.size()};
+  const uint64_t deadline = p.net.now() + deadline_ns;
+  bool stuck = false;
+  auto step = [&] {
+    if (!p.net.step()) stuck = true;
+    return !stuck && p.net.now() <= deadline;
+  };
+  auto settle = [&] { p.net.run_for(100'000); };
+  ASSERT_TRUE(run_verb_workload(a, b, msgs, step, settle)) << p.describe();
+}
+
+std::vector<Message> writes(int n, uint32_t len) {
+  std::vector<Message> msgs;
+  for (int i = 0; i < n; ++i) msgs.push_back({WrOpcode::kRdmaWrite, len, uint64_t{len} * i, uint64_t{len} * i});
+  return msgs;
+}
+
+SprayInfo info_of(Pair& p) {
+  SprayInfo s;
+  EXPECT_EQ(p.eng(0).spray_info(p.side[0].qp, &s), 0);
+  return s;
+}
+
+TEST(Spray, RoundRobinSpreadsThePacketsEvenly) {
+  Pair p(25'000'000'000, 2'000, 4u << 20, sr_attr(), 1);
+  std::string err;
+  ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 4}, &err), 0) << err;
+  std::map<uint16_t, uint64_t> per_sport;
+  p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            if (is_data(f)) ++per_sport[sport_of(f)];
+                            return false;
+                          }});
+  run_workload(p, writes(16, 256u << 10), 1'000'000'000);
+  const SprayInfo s = info_of(p);
+  ASSERT_TRUE(s.active);
+  ASSERT_EQ(s.paths.size(), 4u);
+  uint64_t total = 0;
+  for (const auto& [sport, n] : per_sport) total += n;
+  std::set<uint16_t> sports;
+  for (const SprayPathInfo& path : s.paths) {
+    sports.insert(path.udp_sport);
+    // Every path carried about a quarter (the first packets, before the peer
+    // is known to be tita, take the QP's own port: path 0's).
+    EXPECT_GT(per_sport[path.udp_sport], total / 5) << path.udp_sport;
+    EXPECT_LT(per_sport[path.udp_sport], total * 3 / 10) << path.udp_sport;
+    EXPECT_EQ(path.lost, 0u);
+  }
+  EXPECT_EQ(sports.size(), 4u);
+  EXPECT_EQ(per_sport.size(), 4u);  // no other port
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  EXPECT_EQ(q.retransmitted_packets, 0u);
+  EXPECT_EQ(q.timeouts, 0u);
+}
+
+// Paths of unequal delay: a tenth of the packets arrive 5 us late, others
+// jitter by up to 1 us. The receiver places each (SEND, WRITE, READ) where it
+// belongs; with a reordering window above that delay nothing is resent.
+TEST(Spray, ReorderedPacketsArePlacedAndNotResent) {
+  for (SprayPolicy policy : {SprayPolicy::kRoundRobin, SprayPolicy::kReps, SprayPolicy::kOffset}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    uint64_t bytes;
+    const auto msgs = verb_workload(1024, 120, 5, &bytes, 65536);
+    Pair p(25'000'000'000, 2'000, bytes, sr_attr(), 2);
+    std::string err;
+    ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 4, .policy = policy, .reorder_ns = 20'000}, &err), 0)
+        << err;
+    p.net.set_faults(0, 1, {.reorder = 0.1, .reorder_ns = 5'000, .jitter_ns = 1'000});
+    run_workload(p, msgs, 2'000'000'000);
+    const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+    const QpCounters& r = *p.eng(1).qp_counters(p.side[1].qp);
+    EXPECT_GT(r.out_of_order_received, 10u);  // the test reorders
+    EXPECT_EQ(q.retransmitted_packets, 0u) << p.describe();
+    EXPECT_EQ(q.timeouts, 0u);
+  }
+}
+
+// One path drops everything: its first packets are found lost by the later
+// packets of the other paths (no timeout), resent elsewhere, and the value is
+// replaced after retire_losses losses in a row. Every byte arrives.
+TEST(Spray, ABlackHoledPathIsLeftWithoutATimeout) {
+  for (SprayPolicy policy : {SprayPolicy::kRoundRobin, SprayPolicy::kOffset}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    Pair p(25'000'000'000, 2'000, 4u << 20, sr_attr(), 3);
+    std::string err;
+    ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 4, .policy = policy}, &err), 0) << err;
+    const uint16_t hole = info_of(p).paths[1].udp_sport;
+    uint64_t dropped = 0;
+    p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                              const bool drop = sport_of(f) == hole;
+                              dropped += drop;
+                              return drop;
+                            }});
+    run_workload(p, writes(16, 256u << 10), 1'000'000'000);
+    const SprayInfo s = info_of(p);
+    const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+    EXPECT_EQ(q.timeouts, 0u) << p.describe();
+    EXPECT_EQ(s.retired, 1u);
+    for (const SprayPathInfo& path : s.paths) EXPECT_NE(path.udp_sport, hole);
+    EXPECT_GE(dropped, 3u);
+    EXPECT_LE(dropped, 30u);  // a few round trips' worth, then never again
+    EXPECT_EQ(q.retransmitted_packets, dropped);
+  }
+}
+
+// One path marks every packet CE (a congested uplink). REPS leaves a value
+// once its ACK echoes a mark, so little goes that way; round robin keeps
+// sending a quarter of the packets into it.
+TEST(Spray, RepsLeavesAPathThatMarksCe) {
+  uint64_t share[2] = {};
+  for (SprayPolicy policy : {SprayPolicy::kRoundRobin, SprayPolicy::kReps}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    Pair p(25'000'000'000, 2'000, 4u << 20, sr_attr(), 4);
+    std::string err;
+    ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 4, .policy = policy}, &err), 0) << err;
+    const uint16_t hot = info_of(p).paths[2].udp_sport;
+    uint64_t marked = 0, data = 0;
+    p.net.set_faults(0, 1, {.mark_if = [&](const std::vector<uint8_t>& f) {
+                              if (!is_data(f)) return false;
+                              ++data;
+                              const bool mark = sport_of(f) == hot;
+                              marked += mark;
+                              return mark;
+                            }});
+    run_workload(p, writes(16, 256u << 10), 1'000'000'000);
+    const QpCounters& r = *p.eng(1).qp_counters(p.side[1].qp);
+    EXPECT_EQ(r.ecn_ce_received, marked);
+    share[policy == SprayPolicy::kReps] = marked * 1000 / data;
+    if (policy == SprayPolicy::kReps) EXPECT_GE(info_of(p).replaced, 1u);
+  }
+  EXPECT_GT(share[0], 200u);  // permille
+  EXPECT_LT(share[1], 20u);
+}
+
+// The offset policy's values through hash-offset ECMP (fabric::ecmp_select,
+// the dodge bits of the UDP source port added to each switch's choice) on a
+// k = 8 fat-tree: from any host to a host in another pod, the 4 paths use 4
+// different aggregation switches and 4 different core switches - node-disjoint
+// between the ToRs.
+TEST(Spray, OffsetValuesTakeNodeDisjointPathsThroughAFatTree) {
+  constexpr uint32_t kUp = 4;  // k/2 uplinks per ToR and per aggregation switch
+  for (uint32_t flow = 0; flow < 200; ++flow) {
+    SCOPED_TRACE(flow);
+    Pair p(25'000'000'000, 2'000, 1u << 20, sr_attr(), 10 + flow);
+    std::string err;
+    ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 4, .policy = SprayPolicy::kOffset}, &err), 0) << err;
+    const SprayInfo s = info_of(p);
+    fabric::FlowKey key;
+    key.ip_version = 4;
+    key.proto = 17;
+    key.dport = 4791;
+    const uint32_t src = 0x0a000000 + flow * 37, dst = 0x0a100000 + flow * 101;  // another pod
+    for (int i = 0; i < 4; ++i) {
+      key.src[i] = static_cast<uint8_t>(src >> (24 - 8 * i));
+      key.dst[i] = static_cast<uint8_t>(dst >> (24 - 8 * i));
+    }
+    fabric::EcmpConfig tor{.seed = 1000 + flow % 7, .dodge_field = wire::DodgeField::kUdpSport, .dodge_mask = 0x000f};
+    std::set<uint32_t> aggs, cores;
+    for (const SprayPathInfo& path : s.paths) {
+      key.sport = path.udp_sport;
+      const uint32_t agg = fabric::ecmp_select(tor, key, 0, kUp);
+      fabric::EcmpConfig at_agg = tor;
+      at_agg.seed = 2000 + agg;
+      const uint32_t core = agg * kUp + fabric::ecmp_select(at_agg, key, 0, kUp);
+      aggs.insert(agg);
+      cores.insert(core);
+    }
+    EXPECT_EQ(aggs.size(), 4u);
+    EXPECT_EQ(cores.size(), 4u);
+  }
+}
+
+TEST(Spray, SetSprayRefusesWhatCannotWork) {
+  Pair p(25'000'000'000, 2'000, 1u << 16, sr_attr(), 5);
+  Engine& e = p.eng(0);
+  const uint32_t qp = p.side[0].qp;
+  std::string err;
+  EXPECT_EQ(e.set_spray(qp, {.paths = 1}, &err), -EINVAL);
+  EXPECT_NE(err.find("2..16"), std::string::npos) << err;
+  EXPECT_EQ(e.set_spray(qp, {.paths = 17}, &err), -EINVAL);
+  EXPECT_EQ(e.set_spray(qp, {.paths = 4, .mask = 0x0003}, &err), -EINVAL);
+  EXPECT_NE(err.find("holds 4 values"), std::string::npos) << err;
+  EXPECT_EQ(e.set_spray(qp, {.paths = 4, .mask = 0x0005}, &err), -EINVAL);
+  EXPECT_EQ(e.set_spray(qp, {.paths = 4, .retire_losses = 0}, &err), -EINVAL);
+  EXPECT_EQ(e.set_spray(9999, {.paths = 4}, &err), -EINVAL);
+  PathConfig dodge;
+  dodge.field = wire::DodgeField::kUdpSport;
+  ASSERT_EQ(e.set_path_config(qp, dodge, &err), 0) << err;
+  EXPECT_EQ(e.set_spray(qp, {.paths = 4}, &err), -EINVAL);
+  EXPECT_NE(err.find("Hash Dodging"), std::string::npos) << err;
+  SprayInfo s;
+  EXPECT_EQ(e.spray_info(qp, &s), -EINVAL);  // off
+  EXPECT_EQ(e.set_spray(qp, {.paths = 0}, &err), 0);
+}
+
+}  // namespace
+}  // namespace tita::test
