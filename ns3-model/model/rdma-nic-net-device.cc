@@ -164,6 +164,17 @@ RdmaNicNetDevice::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&RdmaNicNetDevice::m_dodgeMask),
                           MakeUintegerChecker<uint16_t>())
+            .AddAttribute("SprayPaths",
+                          "Multipath: spray each QP's SEND/WRITE packets over this many entropy values "
+                          "of the UDP source port (2..16; 0: off; needs SelectiveRepeat)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RdmaNicNetDevice::m_sprayPaths),
+                          MakeUintegerChecker<uint16_t>())
+            .AddAttribute("SprayPolicy",
+                          "Multipath: round_robin, reps or offset",
+                          StringValue("round_robin"),
+                          MakeStringAccessor(&RdmaNicNetDevice::m_sprayPolicy),
+                          MakeStringChecker())
             .AddAttribute("RepathTimeouts",
                           "Move the path after this many consecutive RTOs (0: never)",
                           UintegerValue(1),
@@ -289,6 +300,12 @@ RdmaNicNetDevice::CreateEngine()
     c.path.stall_min_ns = static_cast<uint64_t>(m_stallMin.GetNanoSeconds());
     c.path.lossy_rounds = m_lossyRounds;
     c.path.collapse_permille = m_collapsePermille;
+    c.spray.paths = m_sprayPaths;
+    NS_ABORT_MSG_UNLESS(eng::parse_spray_policy(m_sprayPolicy, &c.spray.policy),
+                        "SprayPolicy '" << m_sprayPolicy << "' is not round_robin, reps or offset");
+    std::string sprayErr;
+    NS_ABORT_MSG_IF(eng::check_spray(c.spray, c.path, &sprayErr) != 0, sprayErr);
+    NS_ABORT_MSG_IF(c.spray.paths != 0 && !m_selectiveRepeat, "SprayPaths needs SelectiveRepeat");
     m_engine = std::make_unique<eng::Engine>(c, static_cast<eng::PacketIo*>(this));
     m_engine->set_path_hook(&RdmaNicNetDevice::OnPathChange, this);
     m_pd = m_engine->alloc_pd();

@@ -162,6 +162,8 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     // Path control (Hash Dodging, doc/hash-dodging.md)
     std::string m_dodgeField = "none";
     uint16_t m_dodgeMask = 0;
+    uint16_t m_sprayPaths = 0;
+    std::string m_sprayPolicy = "round_robin";
     uint32_t m_repathTimeouts = 1;
     uint32_t m_stallRtts = 8;
     Time m_stallMin;

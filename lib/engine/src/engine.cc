@@ -271,6 +271,7 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   qp->cc_params = &m.cc_params.front().second;  // "none" until set_cc
   m.init_flow(*qp);
   m.path_init(*qp, m.cfg.path);
+  if (check_spray(m.cfg.spray, m.cfg.path, nullptr) == 0) m.spray_init(*qp, m.cfg.spray);
   *qp_num = qp->qpn;
   m.qps[index] = std::move(qp);
   return 0;
@@ -518,6 +519,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     qp->state = QpState::kRtr;
     m.resolve(*qp);      // the peer's MAC: given, known, or asked for by ARP
     m.path_at_rtr(*qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
+    if (qp->spray) m.spray_init(*qp, qp->spray->cfg);  // its values start from the port's
     qp->reads.assign(q.max_dest_rd_atomic, ReadJob{});
     qp->atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
     qp->atomic_next = 0;

@@ -499,7 +499,8 @@ struct Engine::Impl {
   void path_follow(Qp& qp, const wire::Packet& request);
   void repath(Qp& qp, RepathReason why);
 
-  // ---- spray.cc (only while qp.spraying())
+  // ---- spray.cc (only while qp.spraying(), but spray_init)
+  void spray_init(Qp& qp, const SprayConfig& s);  // s checked (check_spray); paths 0: off
   // The path for request packet `psn` of WR w (a retransmission leaves the path
   // that lost it); records it and returns the UDP source port to carry, or 0
   // for a READ or atomic request (the QP's own path).

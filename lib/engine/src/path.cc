@@ -332,6 +332,9 @@ int Engine::set_path_config(uint32_t qp_num, const PathConfig& pc, std::string* 
   if (!wire::dodge_mask_valid(pc.field, mask)) {
     return fail("set_path_config: mask must be one run of bits of its field (DSCP: within 0x3f)");
   }
+  if (qp->spray && pc.field == wire::DodgeField::kUdpSport) {
+    return fail("set_path_config: this QP sprays over its UDP source port (turn spraying off or dodge on the DSCP)");
+  }
   m.path_init(*qp, pc);
   m.reconsider(*qp);
   return 0;

@@ -189,50 +189,64 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
   return lost;
 }
 
+int check_spray(const SprayConfig& sc, const PathConfig& path, std::string* err) {
+  auto fail = [err](std::string msg) {
+    if (err) *err = "spray: " + std::move(msg);
+    return -EINVAL;
+  };
+  if (sc.paths == 0) return 0;
+  if (sc.paths < 2 || sc.paths > kMaxPaths) return fail("paths must be 0 (off) or 2..16");
+  const uint16_t mask = sc.mask ? sc.mask : wire::dodge_default_mask(wire::DodgeField::kUdpSport);
+  if (!wire::dodge_mask_valid(wire::DodgeField::kUdpSport, mask)) {
+    return fail("mask must be one run of bits of the UDP source port");
+  }
+  if (wire::dodge_values(mask) <= sc.paths) {
+    return fail("the mask holds " + std::to_string(wire::dodge_values(mask)) + " values: room for fewer than " +
+                std::to_string(sc.paths) + " paths and a spare");
+  }
+  if (path.field == wire::DodgeField::kUdpSport) {
+    return fail("Hash Dodging uses the UDP source port of this QP (turn it off or dodge on the DSCP)");
+  }
+  if (sc.retire_losses == 0) return fail("retire_losses must be at least 1");
+  return 0;
+}
+
 int Engine::set_spray(uint32_t qp_num, const SprayConfig& sc, std::string* err) {
   Impl& m = *impl_;
   Qp* qp = m.qp_by_num(qp_num);
-  auto fail = [err](std::string msg) {
-    if (err) *err = std::move(msg);
+  if (qp == nullptr) {
+    if (err) *err = "spray: no QP " + std::to_string(qp_num);
     return -EINVAL;
-  };
-  if (qp == nullptr) return fail("set_spray: no QP " + std::to_string(qp_num));
+  }
+  if (const int rc = check_spray(sc, qp->path ? qp->path->cfg : PathConfig{}, err); rc != 0) return rc;
+  m.spray_init(*qp, sc);
+  m.reconsider(*qp);
+  return 0;
+}
+
+void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
   if (sc.paths == 0) {
-    qp->spray.reset();
-    m.set_ack_every(*qp);
-    return 0;
+    qp.spray.reset();
+    set_ack_every(qp);
+    return;
   }
-  if (sc.paths < 2 || sc.paths > kMaxPaths) return fail("set_spray: paths must be 0 (off) or 2..16");
   const uint16_t mask = sc.mask ? sc.mask : wire::dodge_default_mask(wire::DodgeField::kUdpSport);
-  if (!wire::dodge_mask_valid(wire::DodgeField::kUdpSport, mask)) {
-    return fail("set_spray: mask must be one run of bits of the UDP source port");
-  }
-  if (wire::dodge_values(mask) <= sc.paths) {
-    return fail("set_spray: the mask holds " + std::to_string(wire::dodge_values(mask)) +
-                " values: room for fewer than " + std::to_string(sc.paths) + " paths and a spare");
-  }
-  if (qp->path && qp->path->cfg.field == wire::DodgeField::kUdpSport) {
-    return fail("set_spray: Hash Dodging uses the UDP source port of this QP (turn it off or dodge on the DSCP)");
-  }
-  if (sc.retire_losses == 0) return fail("set_spray: retire_losses must be at least 1");
   auto s = std::make_unique<SprayState>();
   s->cfg = sc;
   s->mask = mask;
-  s->base = static_cast<uint16_t>(wire::dodge_get(mask, qp->udp_sport));
+  s->base = static_cast<uint16_t>(wire::dodge_get(mask, qp.udp_sport));
   s->paths.resize(sc.paths);
   for (uint32_t i = 0; i < sc.paths; ++i) {
     s->paths[i].value = initial_value(*s, i);
     s->paths[i].stats.value = s->paths[i].value;
   }
   s->fresh = s->base;
-  s->recycle.assign(m.cfg.sr_window, 0);
-  s->psn_path.assign(m.cfg.sr_window, kUnsprayed);
-  s->psn_generation.assign(m.cfg.sr_window, 0);
-  s->psn_sent_ns.assign(m.cfg.sr_window, 0);
-  qp->spray = std::move(s);
-  m.set_ack_every(*qp);
-  m.reconsider(*qp);
-  return 0;
+  s->recycle.assign(cfg.sr_window, 0);
+  s->psn_path.assign(cfg.sr_window, kUnsprayed);
+  s->psn_generation.assign(cfg.sr_window, 0);
+  s->psn_sent_ns.assign(cfg.sr_window, 0);
+  qp.spray = std::move(s);
+  set_ack_every(qp);
 }
 
 int Engine::spray_info(uint32_t qp_num, SprayInfo* out) const {

@@ -83,6 +83,10 @@ struct SprayConfig {
   uint64_t reorder_ns = 0;
 };
 
+// 0, or -EINVAL and a one-line message: what set_spray refuses in a config
+// (for hosts that take it from their users before building an engine).
+int check_spray(const SprayConfig& s, const PathConfig& path, std::string* err);
+
 // One entropy value of a spraying QP, for tests and tools.
 struct SprayPathInfo {
   uint16_t value = 0;      // the dodge value (bits of the UDP source port under the mask)
@@ -161,6 +165,7 @@ struct EngineConfig {
   uint64_t timer_slot_ns = 64;   // timing wheel resolution
   uint32_t timer_slots = 8192;   // timing wheel size (horizon = slots x resolution)
   PathConfig path;               // path control of new QPs (Engine::set_path_config per QP)
+  SprayConfig spray;             // spraying of new QPs (Engine::set_spray per QP; check_spray first)
   // The largest frame the host's port carries (Ethernet header through the
   // telemetry trailer, no FCS); 0: no limit. modify_qp refuses a path MTU whose
   // frames would not fit, so nothing is sent that the port would drop.
