@@ -93,6 +93,14 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
         wire::DodgeField f;
         return wire::parse_dodge_field(v, &f) ? std::string() : "not " + std::string(wire::kDodgeFieldNames);
       });
+  app.add_option("--spray", o->spray, "multipath: spray each QP's packets over N entropy values of its UDP source "
+                 "port (2..16; needs --recovery sr)");
+  app.add_option("--spray-policy", o->spray_policy, "round_robin, reps or offset")
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        engine::SprayPolicy p;
+        return engine::parse_spray_policy(v, &p) ? std::string() : "not round_robin, reps or offset";
+      });
   app.add_flag("--arp", o->arp, "resolve the peer's MAC by ARP (as a kernel resolves a RoCE address), not from the "
                "out-of-band exchange");
   app.add_option("--peer-gid", o->peer_gid, "send to this IPv4 GID instead of the one the peer reports");
@@ -121,6 +129,20 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   if (!o->server && o->client.empty() && !o->loopback) {
     std::fprintf(stderr, "tita-perf: give --server, --client HOST or --loopback\n");
     return 2;
+  }
+  if (o->spray != 0) {
+    engine::SprayConfig sc;
+    sc.paths = o->spray;
+    engine::PathConfig pc;
+    wire::parse_dodge_field(o->dodge, &pc.field);  // checked by its option
+    if (engine::check_spray(sc, pc, &err) != 0) {
+      std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
+      return 2;
+    }
+    if (o->recovery != "sr") {
+      std::fprintf(stderr, "tita-perf: --spray needs --recovery sr (sprayed packets overtake each other)\n");
+      return 2;
+    }
   }
   {
     // Check the congestion-control name and parameters before touching the network.

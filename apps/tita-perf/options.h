@@ -46,6 +46,8 @@ struct Options {
   uint8_t dscp = 26;
   uint32_t ack_req_every = engine::EngineConfig{}.ack_req_every;
   std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
+  uint16_t spray = 0;          // multipath: entropy values per QP (doc/multipath.md); 0: one path
+  std::string spray_policy = "round_robin";
   bool mtu_given = false;      // server: its own --mtu, not the client's
   bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange
   std::string peer_gid;        // send to this GID instead of the one the peer reports

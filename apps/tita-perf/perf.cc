@@ -63,6 +63,8 @@ void Perf::setup_engine() {
   cfg.base_rtt_ns = static_cast<uint64_t>(o_.base_rtt_us * 1e3);
   cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
   wire::parse_dodge_field(o_.dodge, &cfg.path.field);  // checked by the option
+  cfg.spray.paths = o_.spray;                           // checked with the options
+  engine::parse_spray_policy(o_.spray_policy, &cfg.spray.policy);
   if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
   host_ = std::make_unique<dpdk::EngineHost>(
       port_, 0, cfg, dpdk::HostOptions{.zero_copy = o_.zero_copy, .port_mac = o_.mac.empty()});

@@ -204,6 +204,32 @@ TEST(Spray, OffsetValuesTakeNodeDisjointPathsThroughAFatTree) {
   }
 }
 
+// Every value the QP holds leads into a black hole: nothing is delivered, so
+// RACK has nothing to judge by and the timeout fires; then every silent value
+// is replaced, the resent packets find working paths and the transfer ends.
+TEST(Spray, WhenEveryValueIsBlackHoledATimeoutReplacesThemAll) {
+  QpAttr attr = sr_attr();
+  attr.timeout = 8;  // 1 ms
+  Pair p(25'000'000'000, 2'000, 4u << 20, attr, 6);
+  std::string err;
+  ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 2}, &err), 0) << err;
+  std::set<uint16_t> holes;
+  for (const SprayPathInfo& path : info_of(p).paths) holes.insert(path.udp_sport);
+  bool armed = false;  // from the first sprayed packet on (the QP's first packets go unsprayed)
+  p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            const uint16_t sp = sport_of(f);
+                            if (info_of(p).active) armed = true;
+                            return armed && is_data(f) && holes.count(sp) > 0;
+                          }});
+  run_workload(p, writes(4, 256u << 10), 1'000'000'000);
+  const SprayInfo s = info_of(p);
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  EXPECT_GE(q.timeouts, 1u);
+  EXPECT_LE(q.timeouts, 2u) << p.describe();
+  EXPECT_GE(s.retired, 2u);
+  for (const SprayPathInfo& path : s.paths) EXPECT_EQ(holes.count(path.udp_sport), 0u);
+}
+
 TEST(Spray, SetSprayRefusesWhatCannotWork) {
   Pair p(25'000'000'000, 2'000, 1u << 16, sr_attr(), 5);
   Engine& e = p.eng(0);

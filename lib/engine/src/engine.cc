@@ -1074,7 +1074,7 @@ ControlFrame* Engine::Impl::waiting_control(uint64_t position, uint32_t qpn) {
 }
 
 // Control frames wait here while the port has no room (a PFC pause, or data
-// filling the port). ACKs and sequence NAKs are cumulative: a new one takes the
+// filling the port). ACKs and sequence NAKs without a SACK are cumulative: a new one takes the
 // place of the QP's one still waiting, adding its CE count, so a paused NIC
 // neither loses the last ACK of a message nor a CE mark, and its ring holds at
 // most one per QP; a CNP waiting says what a new one would. Any other control
@@ -1082,7 +1082,11 @@ ControlFrame* Engine::Impl::waiting_control(uint64_t position, uint32_t qpn) {
 Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr,
                                                  const wire::TransportFields& t, const Echo* echo) {
   using Kind = ControlFrame::Kind;
-  const bool cumulative = t.opcode == Opcode::kAck &&
+  // A selective-repeat NAK names one packet that arrived (its SACK): a newer
+  // one does not say that packet arrived too, so each is sent (a sender that
+  // sprays over paths learns from every one which packets got through).
+  const bool sack = echo != nullptr && echo->sack_psn >= 0;
+  const bool cumulative = t.opcode == Opcode::kAck && !sack &&
                           (wire::aeth::type(t.syndrome) == wire::aeth::kAck ||
                            t.syndrome == wire::aeth::nak(wire::aeth::kNakPsnSequenceError));
   const Kind kind = cumulative ? Kind::kAck : t.opcode == Opcode::kCnp ? Kind::kCnp : Kind::kOther;

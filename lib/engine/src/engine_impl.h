@@ -146,6 +146,7 @@ struct SprayPath {
   uint16_t value = 0;
   uint8_t generation = 0;  // bumped when the value is replaced: older packets are not its
   uint32_t lost_in_row = 0;
+  uint64_t delivered_ns = 0;  // when one of its packets was last acknowledged
   SprayPathInfo stats;
 };
 struct SprayState {
@@ -158,6 +159,7 @@ struct SprayState {
   uint32_t recycle_head = 0;
   uint32_t recycle_count = 0;
   uint32_t fresh = 0;             // where the search for an unused value resumes
+  std::vector<uint8_t> retired_values;  // by value: lost its packets (skipped until all are)
   std::vector<uint8_t> psn_path;      // by PSN mod sr_window
   std::vector<uint8_t> psn_generation;  // the path's generation when it was sent
   std::vector<uint64_t> psn_sent_ns;  // by PSN mod sr_window
@@ -512,6 +514,8 @@ struct Engine::Impl {
   // RACK: marks for retransmission the unacknowledged packets sent a
   // reordering window before the latest delivered one; returns bytes marked.
   uint64_t spray_detect_losses(Qp& qp);
+  // A retransmission timeout: values that delivered nothing since then are replaced.
+  void spray_on_timeout(Qp& qp, uint64_t silent_since_ns);
 };
 
 inline WcOpcode wc_opcode(WrOpcode op) {

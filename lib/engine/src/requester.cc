@@ -402,6 +402,11 @@ void Engine::Impl::on_timeout(Qp& qp) {
     from = psn_add(from, qp.sq[i].read_pkts);
   }
   rewind(qp, from);
+  if (qp.spraying()) {
+    // The timeout that just ran (backoff was raised above for the next one).
+    const uint64_t waited = uint64_t{4096} << std::min<uint32_t>(qp.attr.timeout + qp.backoff - 1, 31);
+    spray_on_timeout(qp, now_ns - std::min(now_ns, waited));
+  }
   arm_rto(qp);
   if (qp.path) path_on_timeout(qp);
 }

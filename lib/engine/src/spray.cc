@@ -34,20 +34,27 @@ bool in_use(const SprayState& s, uint16_t value) {
   return std::any_of(s.paths.begin(), s.paths.end(), [&](const SprayPath& p) { return p.value == value; });
 }
 
-// A value no path holds, searching on from the last one handed out.
+// A value no path holds and none retired, searching on from the last one
+// handed out; once every free value has been retired, they are tried again.
 uint16_t unused_value(SprayState& s) {
   const uint32_t n = wire::dodge_values(s.mask);
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto v = static_cast<uint16_t>((s.fresh + i) % n);
-    if (!in_use(s, v)) {
-      s.fresh = v + 1;
-      return v;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto v = static_cast<uint16_t>((s.fresh + i) % n);
+      if (!in_use(s, v) && !s.retired_values[v]) {
+        s.fresh = v + 1;
+        return v;
+      }
     }
+    std::fill(s.retired_values.begin(), s.retired_values.end(), 0);
   }
   return s.paths.front().value;  // cannot happen: set_spray keeps paths < values
 }
 
-void replace(SprayState& s, SprayPath& p) {
+// `failed`: the value lost its packets (not just congested): not to be tried
+// again soon.
+void replace(SprayState& s, SprayPath& p, bool failed) {
+  if (failed) s.retired_values[p.value] = 1;
   p.value = unused_value(s);
   ++p.generation;
   p.lost_in_row = 0;
@@ -62,13 +69,24 @@ uint16_t initial_value(const SprayState& s, uint32_t i) {
   return static_cast<uint16_t>((s.base + i * step) % n);
 }
 
+// The smallest smoothed RTT of the paths (base RTT if none has a sample yet).
+uint64_t min_rtt(const SprayState& s, const EngineConfig& cfg) {
+  uint64_t lo = UINT64_MAX;
+  for (const SprayPath& p : s.paths) {
+    if (p.stats.srtt_ns != 0) lo = std::min(lo, p.stats.srtt_ns);
+  }
+  return lo == UINT64_MAX ? cfg.base_rtt_ns : lo;
+}
+
+// RACK's window (a quarter of the minimum RTT) plus how much slower the
+// slowest path is than the fastest: packets of paths of unequal delay
+// overtake each other by about that much.
 uint64_t reorder_window(const SprayState& s, const EngineConfig& cfg) {
   if (s.cfg.reorder_ns != 0) return s.cfg.reorder_ns;
-  uint64_t rtt = cfg.base_rtt_ns;
-  for (const SprayPath& p : s.paths) {
-    if (p.stats.srtt_ns != 0) rtt = std::min(rtt, p.stats.srtt_ns);
-  }
-  return std::max(rtt / 4, kMinReorderNs);
+  const uint64_t lo = min_rtt(s, cfg);
+  uint64_t hi = lo;
+  for (const SprayPath& p : s.paths) hi = std::max(hi, p.stats.srtt_ns);
+  return std::max(lo / 4 + (hi - lo), kMinReorderNs);
 }
 
 }  // namespace
@@ -136,6 +154,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
     if (s.psn_generation[p & w] != path.generation) continue;  // sent on the value this path had before
     ++path.stats.delivered;
     path.lost_in_row = 0;
+    path.delivered_ns = now_ns;
     if (p != trigger) continue;
     if (rtt_ns != 0) path.stats.srtt_ns = path.stats.srtt_ns == 0 ? rtt_ns : (7 * path.stats.srtt_ns + rtt_ns) / 8;
     path.stats.ce += ce;
@@ -146,7 +165,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
         ++s.recycle_count;
       }
     } else {
-      replace(s, path);  // REPS: a marked value is not used again
+      replace(s, path, false);  // REPS: a marked value is not used again
       ++s.replaced;
     }
   }
@@ -178,15 +197,34 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     SprayPath& path = s.paths[i];
     if (s.psn_generation[bit] != path.generation) continue;  // the value it went on is gone already
     ++path.stats.lost;
-    if (++path.lost_in_row >= s.cfg.retire_losses) {
-      replace(s, path);
+    ++path.lost_in_row;
+    // A path that still delivers (late: it is slower than the window allows)
+    // keeps its value; one silent for a window and an RTT is given up.
+    if (now_ns - std::min(now_ns, path.delivered_ns) < wnd + min_rtt(s, cfg)) continue;
+    if (path.lost_in_row >= s.cfg.retire_losses) {
+      replace(s, path, true);
       ++s.retired;
     } else if (s.cfg.policy == SprayPolicy::kReps) {
-      replace(s, path);  // REPS: a value that lost a packet is not used again
+      replace(s, path, false);  // REPS: a value that lost a packet is not used again
       ++s.replaced;
     }
   }
   return lost;
+}
+
+void Engine::Impl::spray_on_timeout(Qp& qp, uint64_t silent_since_ns) {
+  // Nothing came back for a whole timeout: RACK had no delivery to judge by.
+  // Every value that delivered nothing in that time is given up, so the
+  // resent packets try other paths (values that all lead into one black hole
+  // cannot keep a QP there).
+  SprayState& s = *qp.spray;
+  for (SprayPath& p : s.paths) {
+    if (p.delivered_ns <= silent_since_ns) {
+      replace(s, p, true);
+      ++s.retired;
+    }
+  }
+  s.rack_deadline_ns = kNever;
 }
 
 int check_spray(const SprayConfig& sc, const PathConfig& path, std::string* err) {
@@ -241,6 +279,7 @@ void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
     s->paths[i].stats.value = s->paths[i].value;
   }
   s->fresh = s->base;
+  s->retired_values.assign(wire::dodge_values(mask), 0);
   s->recycle.assign(cfg.sr_window, 0);
   s->psn_path.assign(cfg.sr_window, kUnsprayed);
   s->psn_generation.assign(cfg.sr_window, 0);
