@@ -27,7 +27,19 @@ json Perf::qp_stats() const {
     path_follows += q.path_follows;
   }
   const auto& ec = host_->engine().counters();
-  return {{"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
+  // Spraying: every entropy value of every QP (doc/multipath.md).
+  json spray = json::array();
+  uint64_t retired = 0;
+  for (const Conn& c : conns_) {
+    engine::SprayInfo s;
+    if (host_->engine().spray_info(c.qpn, &s) != 0) continue;
+    retired += s.retired;
+    for (const engine::SprayPathInfo& p : s.paths) {
+      spray.push_back({{"qpn", c.qpn}, {"udp_sport", p.udp_sport}, {"sent", p.sent}, {"delivered", p.delivered},
+                       {"lost", p.lost}, {"ce", p.ce}, {"srtt_ns", p.srtt_ns}});
+    }
+  }
+  return {{"spray_paths", spray}, {"spray_retired", retired}, {"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
           {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
           {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped},
           {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},

@@ -146,7 +146,8 @@ struct SprayPath {
   uint16_t value = 0;
   uint8_t generation = 0;  // bumped when the value is replaced: older packets are not its
   uint32_t lost_in_row = 0;
-  uint64_t delivered_ns = 0;  // when one of its packets was last acknowledged
+  uint64_t delivered_ns = 0;       // when one of its packets was last acknowledged
+  uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged
   SprayPathInfo stats;
 };
 struct SprayState {

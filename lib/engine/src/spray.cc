@@ -58,6 +58,7 @@ void replace(SprayState& s, SprayPath& p, bool failed) {
   p.value = unused_value(s);
   ++p.generation;
   p.lost_in_row = 0;
+  p.delivered_ns = p.delivered_sent_ns = 0;
   p.stats = SprayPathInfo{};
   p.stats.value = p.value;
 }
@@ -155,6 +156,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
     ++path.stats.delivered;
     path.lost_in_row = 0;
     path.delivered_ns = now_ns;
+    path.delivered_sent_ns = std::max(path.delivered_sent_ns, sent);
     if (p != trigger) continue;
     if (rtt_ns != 0) path.stats.srtt_ns = path.stats.srtt_ns == 0 ? rtt_ns : (7 * path.stats.srtt_ns + rtt_ns) / 8;
     path.stats.ce += ce;
@@ -198,9 +200,11 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     if (s.psn_generation[bit] != path.generation) continue;  // the value it went on is gone already
     ++path.stats.lost;
     ++path.lost_in_row;
-    // A path that still delivers (late: it is slower than the window allows)
-    // keeps its value; one silent for a window and an RTT is given up.
-    if (now_ns - std::min(now_ns, path.delivered_ns) < wnd + min_rtt(s, cfg)) continue;
+    // A value is given up on evidence from the other paths: packets sent a
+    // window after the last one it delivered have arrived. (A host that polls
+    // late finds losses by the clock with ACKs still in its queue; a value
+    // that delivers along with the others is not silent then.)
+    if (path.delivered_sent_ns + wnd > s.rack_sent_ns) continue;
     if (path.lost_in_row >= s.cfg.retire_losses) {
       replace(s, path, true);
       ++s.retired;
