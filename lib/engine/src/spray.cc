@@ -81,12 +81,13 @@ uint64_t min_rtt(const SprayState& s, const EngineConfig& cfg) {
 
 // RACK's window (a quarter of the minimum RTT) plus how much slower the
 // slowest path is than the fastest: packets of paths of unequal delay
-// overtake each other by about that much.
+// overtake each other by about that much. A path without an RTT sample yet
+// counts at the base RTT (a new value is not judged by its neighbours' RTT).
 uint64_t reorder_window(const SprayState& s, const EngineConfig& cfg) {
   if (s.cfg.reorder_ns != 0) return s.cfg.reorder_ns;
   const uint64_t lo = min_rtt(s, cfg);
   uint64_t hi = lo;
-  for (const SprayPath& p : s.paths) hi = std::max(hi, p.stats.srtt_ns);
+  for (const SprayPath& p : s.paths) hi = std::max(hi, p.stats.srtt_ns != 0 ? p.stats.srtt_ns : cfg.base_rtt_ns);
   return std::max(lo / 4 + (hi - lo), kMinReorderNs);
 }
 
