@@ -230,6 +230,24 @@ TEST(Spray, WhenEveryValueIsBlackHoledATimeoutReplacesThemAll) {
   for (const SprayPathInfo& path : s.paths) EXPECT_EQ(holes.count(path.udp_sport), 0u);
 }
 
+// RESET gives a QP a new life: its spraying configuration stays (as its
+// congestion control and path control do), its per-value state starts over.
+TEST(Spray, TheConfigurationSurvivesReset) {
+  Pair p(25'000'000'000, 2'000, 1u << 16, sr_attr(), 7);
+  Engine& e = p.eng(0);
+  const uint32_t qp = p.side[0].qp;
+  std::string err;
+  ASSERT_EQ(e.set_spray(qp, {.paths = 3, .policy = SprayPolicy::kReps}, &err), 0) << err;
+  QpAttr a;
+  a.qp_state = QpState::kReset;
+  ASSERT_EQ(e.modify_qp(qp, a, kQpState, &err), 0) << err;
+  SprayInfo s;
+  ASSERT_EQ(e.spray_info(qp, &s), 0);
+  EXPECT_EQ(s.paths.size(), 3u);
+  EXPECT_FALSE(s.active);
+  for (const SprayPathInfo& path : s.paths) EXPECT_EQ(path.sent, 0u);
+}
+
 TEST(Spray, SetSprayRefusesWhatCannotWork) {
   Pair p(25'000'000'000, 2'000, 1u << 16, sr_attr(), 5);
   Engine& e = p.eng(0);

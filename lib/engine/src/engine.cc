@@ -562,6 +562,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     fresh->cc_params = qp->cc_params;
     m.init_flow(*fresh);
     m.path_init(*fresh, qp->path ? qp->path->cfg : PathConfig{});
+    if (qp->spray) m.spray_init(*fresh, qp->spray->cfg);  // configuration survives RESET, state does not
     m.qps[qp->index] = std::move(fresh);
     return 0;
   }
