@@ -13,6 +13,7 @@
 #include "rdma-nic-net-device.h"
 #include "tita-network-helper.h"
 #include "tita-switch-node.h"
+#include "tita-test-topologies.h"
 #include "tita-topology.h"
 
 #include "ns3/simulator.h"
@@ -246,17 +247,7 @@ class TitaDodgeFaultTestCase : public TestCase
     bool m_dodge;
 };
 
-TitaTopology
-FatTree(uint32_t pods, uint32_t tors, uint32_t aggs, uint32_t hosts, uint32_t cores)
-{
-    TitaTopology::FatTreeParams p;
-    p.pods = pods;
-    p.torsPerPod = tors;
-    p.aggsPerPod = aggs;
-    p.hostsPerTor = hosts;
-    p.coresPerAgg = cores;
-    return TitaTopology::FatTree(p);
-}
+using tita_test::FatTree;
 
 class TitaDodgeTestSuite : public TestSuite
 {
@@ -278,16 +269,7 @@ class TitaDodgeTestSuite : public TestSuite
                                                   true),
                     TestCase::QUICK);
         AddTestCase(new TitaDodgeDisjointTestCase("HPCC fat_tree_320.topo",
-                                                  [] {
-                                                      TitaTopology t;
-                                                      std::string err;
-                                                      NS_ABORT_MSG_IF(!TitaTopology::ReadHpcc(
-                                                                          TITA_DATA_DIR "/workloads/fat_tree_320.topo",
-                                                                          &t,
-                                                                          &err),
-                                                                      err);
-                                                      return t;
-                                                  },
+                                                  tita_test::FatTree320,
                                                   9),
                     TestCase::QUICK);
         AddTestCase(new TitaDodgeDisjointTestCase("multi-rail, 3 spines",

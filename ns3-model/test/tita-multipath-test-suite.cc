@@ -14,6 +14,7 @@
 #include "tita-flow-manager.h"
 #include "tita-network-helper.h"
 #include "tita-switch-node.h"
+#include "tita-test-topologies.h"
 #include "tita-topology.h"
 #include "tita-workload.h"
 
@@ -35,17 +36,18 @@ namespace
 
 namespace eng = ::tita::engine;
 
-TitaTopology
-FatTree(uint32_t pods, uint32_t tors, uint32_t aggs, uint32_t hosts, uint32_t cores, uint64_t fabricBps = 400'000'000'000)
+using tita_test::FatTree;
+
+// Switches with hash-offset ECMP on the UDP source port, NICs spraying every QP
+// over `paths` offset values (0: one path) with selective repeat.
+void
+BuildSprayed(TitaNetworkHelper& net, const TitaTopology& topo, uint16_t paths)
 {
-    TitaTopology::FatTreeParams p;
-    p.pods = pods;
-    p.torsPerPod = tors;
-    p.aggsPerPod = aggs;
-    p.hostsPerTor = hosts;
-    p.coresPerAgg = cores;
-    p.torAggRateBps = p.aggCoreRateBps = fabricBps;
-    return TitaTopology::FatTree(p);
+    net.SetSwitchAttribute("DodgeField", StringValue("udp-sport"));
+    net.SetNicAttribute("SelectiveRepeat", BooleanValue(true));
+    net.SetNicAttribute("SprayPaths", UintegerValue(paths));
+    net.SetNicAttribute("SprayPolicy", StringValue("offset"));
+    net.Build(topo);
 }
 
 /**
@@ -68,11 +70,7 @@ class TitaSprayDisjointTestCase : public TestCase
     void DoRun() override
     {
         TitaNetworkHelper net;
-        net.SetSwitchAttribute("DodgeField", StringValue("udp-sport"));
-        net.SetNicAttribute("SelectiveRepeat", BooleanValue(true));
-        net.SetNicAttribute("SprayPaths", UintegerValue(m_paths));
-        net.SetNicAttribute("SprayPolicy", StringValue("offset"));
-        net.Build(m_make());
+        BuildSprayed(net, m_make(), m_paths);
         const uint32_t n = net.GetNHosts();
         uint64_t checked = 0;
         for (uint32_t src = 0; src < n; src += m_srcStride)
@@ -146,11 +144,7 @@ AllToAllResult
 RunAllToAll(uint16_t sprayPaths)
 {
     TitaNetworkHelper net;
-    net.SetSwitchAttribute("DodgeField", StringValue("udp-sport"));
-    net.SetNicAttribute("SelectiveRepeat", BooleanValue(true));
-    net.SetNicAttribute("SprayPaths", UintegerValue(sprayPaths));
-    net.SetNicAttribute("SprayPolicy", StringValue("offset"));
-    net.Build(FatTree(2, 2, 4, 4, 4, 100'000'000'000));
+    BuildSprayed(net, FatTree(2, 2, 4, 4, 4, 100'000'000'000), sprayPaths);
     Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();
     mgr->SetAttribute("Cc", StringValue("dcqcn"));
     mgr->SetNetwork(&net);
@@ -220,11 +214,7 @@ FaultResult
 RunBlackHole(bool fault)
 {
     TitaNetworkHelper net;
-    net.SetSwitchAttribute("DodgeField", StringValue("udp-sport"));
-    net.SetNicAttribute("SelectiveRepeat", BooleanValue(true));
-    net.SetNicAttribute("SprayPaths", UintegerValue(2));
-    net.SetNicAttribute("SprayPolicy", StringValue("offset"));
-    net.Build(FatTree(2, 2, 2, 2, 2, 100'000'000'000));
+    BuildSprayed(net, FatTree(2, 2, 2, 2, 2, 100'000'000'000), 2);
     const uint32_t src = 0;
     const uint32_t dst = 4; // pod 1
     Ptr<RdmaNicNetDevice> a = net.GetNic(src);
@@ -310,16 +300,7 @@ class TitaMultipathTestSuite : public TestSuite
                                                   1),
                     TestCase::QUICK);
         AddTestCase(new TitaSprayDisjointTestCase("HPCC fat_tree_320.topo, 4 paths",
-                                                  [] {
-                                                      TitaTopology t;
-                                                      std::string err;
-                                                      NS_ABORT_MSG_IF(!TitaTopology::ReadHpcc(
-                                                                          TITA_DATA_DIR "/workloads/fat_tree_320.topo",
-                                                                          &t,
-                                                                          &err),
-                                                                      err);
-                                                      return t;
-                                                  },
+                                                  tita_test::FatTree320,
                                                   4,
                                                   23),
                     TestCase::QUICK);

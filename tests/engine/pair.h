@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim_net.h"
+#include "workload.h"
 
 namespace tita::test {
 
@@ -95,5 +96,20 @@ class Pair {
   Side side[2];
   std::vector<engine::WorkCompletion> completions[2];
 };
+
+// Runs the verb workload (workload.h) from side 0 to side 1 until it is done
+// or deadline_ns of simulated time pass; fails the test if it did not finish.
+inline void run_workload(Pair& p, const std::vector<Message>& msgs, uint64_t deadline_ns) {
+  const Endpoint a{&p.eng(0), p.side[0].qp, p.side[0].cq, p.side[0].mr, p.side[0].buf.data(), p.side[0].buf.size()};
+  const Endpoint b{&p.eng(1), p.side[1].qp, p.side[1].cq, p.side[1].mr, p.side[1].buf.data(), p.side[1].buf.size()};
+  const uint64_t deadline = p.net.now() + deadline_ns;
+  bool stuck = false;
+  auto step = [&] {
+    if (!p.net.step()) stuck = true;
+    return !stuck && p.net.now() <= deadline;
+  };
+  auto settle = [&] { p.net.run_for(100'000); };
+  ASSERT_TRUE(run_verb_workload(a, b, msgs, step, settle)) << p.describe();
+}
 
 }  // namespace tita::test

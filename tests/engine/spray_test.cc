@@ -31,19 +31,6 @@ QpAttr sr_attr() {
   return a;
 }
 
-void run_workload(Pair& p, const std::vector<Message>& msgs, uint64_t deadline_ns) {
-  const Endpoint a{&p.eng(0), p.side[0].qp, p.side[0].cq, p.side[0].mr, p.side[0].buf.data(), p.side[0].buf.size()};
-  const Endpoint b{&p.eng(1), p.side[1].qp, p.side[1].cq, p.side[1].mr, p.side[1].buf.data(), p.side[1].buf.size()};
-  const uint64_t deadline = p.net.now() + deadline_ns;
-  bool stuck = false;
-  auto step = [&] {
-    if (!p.net.step()) stuck = true;
-    return !stuck && p.net.now() <= deadline;
-  };
-  auto settle = [&] { p.net.run_for(100'000); };
-  ASSERT_TRUE(run_verb_workload(a, b, msgs, step, settle)) << p.describe();
-}
-
 std::vector<Message> writes(int n, uint32_t len) {
   std::vector<Message> msgs;
   for (int i = 0; i < n; ++i) msgs.push_back({WrOpcode::kRdmaWrite, len, uint64_t{len} * i, uint64_t{len} * i});
@@ -160,7 +147,9 @@ TEST(Spray, RepsLeavesAPathThatMarksCe) {
     const QpCounters& r = *p.eng(1).qp_counters(p.side[1].qp);
     EXPECT_EQ(r.ecn_ce_received, marked);
     share[policy == SprayPolicy::kReps] = marked * 1000 / data;
-    if (policy == SprayPolicy::kReps) EXPECT_GE(info_of(p).replaced, 1u);
+    if (policy == SprayPolicy::kReps) {
+      EXPECT_GE(info_of(p).replaced, 1u);
+    }
   }
   EXPECT_GT(share[0], 200u);  // permille
   EXPECT_LT(share[1], 20u);

@@ -32,19 +32,6 @@ std::string name(const testing::TestParamInfo<Case>& info) {
 
 class Transfer : public testing::TestWithParam<Case> {};
 
-void run_workload(Pair& p, const std::vector<Message>& msgs, uint64_t deadline_ns) {
-  const Endpoint a{&p.eng(0), p.side[0].qp, p.side[0].cq, p.side[0].mr, p.side[0].buf.data(), p.side[0].buf.size()};
-  const Endpoint b{&p.eng(1), p.side[1].qp, p.side[1].cq, p.side[1].mr, p.side[1].buf.data(), p.side[1].buf.size()};
-  const uint64_t deadline = p.net.now() + deadline_ns;
-  bool stuck = false;
-  auto step = [&] {
-    if (!p.net.step()) stuck = true;
-    return !stuck && p.net.now() <= deadline;
-  };
-  auto settle = [&] { p.net.run_for(100'000); };
-  ASSERT_TRUE(run_verb_workload(a, b, msgs, step, settle)) << p.describe();
-}
-
 TEST_P(Transfer, EveryVerbIntactUnderLoss) {
   const Case c = GetParam();
   QpAttr attr;
