@@ -95,15 +95,16 @@ def check_all_verbs(pair, extra=()):
 
 
 def telemetry(prefix, commands):
-    """Asks a running DPDK process through DPDK's own telemetry client."""
-    out = subprocess.run(["dpdk-telemetry.py", "-f", prefix], input="\n".join(commands) + "\n",
-                         capture_output=True, text=True, timeout=30).stdout
+    """Asks a running DPDK process through DPDK's own telemetry client.
+    Returns the replies and what the client printed on stderr."""
+    r = subprocess.run(["dpdk-telemetry.py", "-f", prefix], input="\n".join(commands) + "\n",
+                       capture_output=True, text=True, timeout=30)
     replies = {}
-    for line in out.splitlines():
+    for line in r.stdout.splitlines():
         line = line.strip()
         if line.startswith("{"):
             replies.update(json.loads(line))
-    return replies
+    return replies, r.stderr.strip()
 
 
 def hostile_clients(perf, work):
@@ -182,20 +183,36 @@ def vhost(perf, work):
     # Live statistics while a DCQCN run is going: the client's engine, its QPs, one QP.
     seen = {}
 
-    def ask():
-        # One session: DPDK 22.11's telemetry socket may refuse a second client
-        # right after the first. QP numbers start at 0x11 (17).
-        time.sleep(1.5)
-        seen.update(telemetry("tita-vh-c", ["/tita/engines", "/tita/qps,0", "/tita/qp,0,17", "/tita/engine,0"]))
+    def complete(r):
+        qp = r.get("/tita/qp", {})
+        return r.get("/tita/engines") == [0] and len(r.get("/tita/qps", [])) == 2 and qp.get("tx_packets")
 
-    pair.test(["--test", "write", "--size", "65536", "--qps", "2", "--duration", "3", "--cc", "dcqcn"], 18690, ask)
+    tries = []
+
+    def ask():
+        # The client's EAL and QPs come up at a time that depends on how loaded
+        # the machine is: ask again (one session each; DPDK 22.11's telemetry
+        # socket may refuse a client right after another) until the answer
+        # names both QPs, or the 6 s run is nearly over.
+        deadline = time.monotonic() + 4.5
+        time.sleep(1.0)
+        while True:
+            replies, err = telemetry("tita-vh-c", ["/tita/engines", "/tita/qps,0", "/tita/qp,0,17", "/tita/engine,0"])
+            tries.append(err[-200:] if err else f"{len(replies)} replies")
+            seen.clear()
+            seen.update(replies)
+            if complete(replies) or time.monotonic() > deadline:
+                return
+            time.sleep(0.5)
+
+    pair.test(["--test", "write", "--size", "65536", "--qps", "2", "--duration", "6", "--cc", "dcqcn"], 18690, ask)
     qp = seen.get("/tita/qp", {})
     eng = seen.get("/tita/engine", {})
     print(f"telemetry: engines {seen.get('/tita/engines')}, qps {seen.get('/tita/qps')}, qp state "
           f"{qp.get('state')} cc {qp.get('cc')} tx_packets {qp.get('tx_packets')}, engine rx_frames "
           f"{eng.get('rx_frames')}")
     if seen.get("/tita/engines") != [0] or len(seen.get("/tita/qps", [])) != 2:
-        raise AssertionError(f"telemetry lists: {seen}")
+        raise AssertionError(f"telemetry lists: {seen}; {len(tries)} tries: {tries}")
     if qp.get("state") != "RTS" or qp.get("cc") != "dcqcn" or not qp.get("tx_packets"):
         raise AssertionError(f"telemetry QP: {qp}")
     if not eng.get("rx_frames") or eng.get("rx_dropped") != 0:
