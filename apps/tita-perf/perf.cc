@@ -146,6 +146,7 @@ void Perf::connect(const json& peer, uint32_t k) {
     std::memcpy(a.ah_attr.dmac, mac, 6);
     a.ah_attr.traffic_class = static_cast<uint8_t>(o_.dscp << 2);
     a.recovery = o_.recovery == "sr" ? engine::Recovery::kSelectiveRepeat : engine::Recovery::kGoBackN;
+    a.peer_tita = true;  // the out-of-band peer is tita-perf
     a.timeout = o_.timeout;
     if (engine::connect_rc(e, c.qpn, a, &err) != 0) die(err);
     if (e.set_cc(c.qpn, o_.cc, o_.cc_params, &err) != 0) die(err);

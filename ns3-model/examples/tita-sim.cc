@@ -318,9 +318,41 @@ MakeRanks(const TitaNetworkHelper& net, const Spec& sp)
     }
     else
     {
+        // order=host: host index order (ring neighbours mostly share a ToR);
+        // order=spread: one host of each ToR in turn, so that ring neighbours,
+        // and the first N ranks, are on different ToRs.
+        const std::string order = sp.Str("order", "host");
+        if (order != "host" && order != "spread")
+        {
+            sp.Bad("order", "'" + order + "': expected host or spread");
+        }
+        std::vector<std::vector<uint32_t>> byTor;
+        std::unordered_map<uint32_t, std::size_t> torGroup;
         for (uint32_t h = 0; h < net.GetNHosts(); ++h)
         {
-            ranks.push_back({h, -1, -1});
+            const uint32_t v = topo.Hosts()[h];
+            uint32_t tor = v;
+            for (const auto& l : topo.Links())
+            {
+                if (l.a == v || l.b == v)
+                {
+                    tor = l.a == v ? l.b : l.a;
+                    break;
+                }
+            }
+            const std::size_t g = order == "host" ? 0 : torGroup.emplace(tor, torGroup.size()).first->second;
+            byTor.resize(std::max(byTor.size(), g + 1));
+            byTor[g].push_back(h);
+        }
+        for (std::size_t i = 0; ranks.size() < net.GetNHosts(); ++i)
+        {
+            for (const auto& g : byTor)
+            {
+                if (i < g.size())
+                {
+                    ranks.push_back({g[i], -1, -1});
+                }
+            }
         }
     }
     const std::string n = sp.Str("ranks", "all");
@@ -362,6 +394,126 @@ PeakRssKb()
     return static_cast<uint64_t>(ru.ru_maxrss);
 }
 
+// --fault: a link that fails at a time (down, blackhole) or is slower from the
+// start (half). Checked entirely before the network is built.
+struct LinkFault
+{
+    std::string kind;
+    uint32_t link = 0;
+    Time at;
+};
+
+std::vector<LinkFault>
+ParseFaults(const std::string& arg, TitaTopology* topo)
+{
+    std::vector<LinkFault> out;
+    std::stringstream ss(arg);
+    std::string item;
+    const auto& vs = topo->Vertices();
+    int32_t topTier = 0;
+    for (const auto& v : vs)
+    {
+        topTier = std::max(topTier, v.kind == TitaTopology::Kind::kSwitch ? v.tier : 0);
+    }
+    auto isSwitch = [&](uint32_t v) { return vs[v].kind == TitaTopology::Kind::kSwitch; };
+    while (std::getline(ss, item, ';'))
+    {
+        if (item.empty())
+        {
+            continue;
+        }
+        const Spec sp = Spec::Parse("--fault", item);
+        LinkFault f;
+        f.kind = sp.kind;
+        if (f.kind != "down" && f.kind != "blackhole" && f.kind != "half")
+        {
+            Usage("--fault: unknown kind '" + f.kind + "' (known: down, blackhole, half)");
+        }
+        const std::string which = sp.Str("link", "core");
+        f.at = NanoSeconds(f.kind == "half" ? 0 : sp.TimeNs("at", 0));
+        sp.Check();
+        const auto& links = topo->Links();
+        if (which == "core")
+        {
+            uint32_t l = 0;
+            while (l < links.size() &&
+                   !(isSwitch(links[l].a) && isSwitch(links[l].b) &&
+                     std::max(vs[links[l].a].tier, vs[links[l].b].tier) == topTier))
+            {
+                ++l;
+            }
+            if (l == links.size())
+            {
+                Usage("--fault=" + item + ": the topology has no link between two switches");
+            }
+            f.link = l;
+        }
+        else
+        {
+            uint64_t l = 0;
+            std::string err;
+            if (!TitaParseCount(which, &l, &err) || l >= links.size())
+            {
+                Usage("--fault=" + item + ": link '" + which + "' is not core or a link index below " +
+                      std::to_string(links.size()));
+            }
+            f.link = static_cast<uint32_t>(l);
+        }
+        const auto& l = links[f.link];
+        if (f.kind != "half" && !(isSwitch(l.a) && isSwitch(l.b)))
+        {
+            Usage("--fault=" + item + ": link " + std::to_string(f.link) + " (" + vs[l.a].name + " - " +
+                  vs[l.b].name + ") has a host end; " + f.kind + " needs a link between two switches");
+        }
+        if (f.kind == "half")
+        {
+            topo->SetLinkRate(f.link, l.rateBps / 2);
+        }
+        std::cerr << "tita-sim: fault " << f.kind << " on link " << f.link << " (" << vs[l.a].name << " - "
+                  << vs[l.b].name << ")";
+        if (f.kind == "half")
+        {
+            std::cerr << ", " << l.rateBps << " bps from the start\n";
+        }
+        else
+        {
+            std::cerr << " at " << f.at.As(Time::US) << "\n";
+        }
+        out.push_back(f);
+    }
+    return out;
+}
+
+void
+ApplyFaults(const TitaNetworkHelper& net, const std::vector<LinkFault>& faults)
+{
+    for (const LinkFault& f : faults)
+    {
+        if (f.kind == "half")
+        {
+            continue; // in the topology the network was built from
+        }
+        auto [a, b] = net.GetLinkDevices(f.link);
+        for (const auto& d : {a, b})
+        {
+            auto sd = DynamicCast<TitaSwitchNetDevice>(d);
+            NS_ABORT_MSG_IF(!sd, "a switch-to-switch link without switch devices");
+            Ptr<TitaSwitchNode> sw = DynamicCast<TitaSwitchNode>(sd->GetNode());
+            const uint16_t port = sd->GetPort();
+            if (f.kind == "down")
+            {
+                Simulator::Schedule(f.at, &TitaSwitchNode::SetPortUp, sw, port, false);
+            }
+            else
+            {
+                ::tita::fabric::FaultConfig fc;
+                fc.drop_all = true;
+                Simulator::Schedule(f.at, &TitaSwitchNode::SetFault, sw, port, fc);
+            }
+        }
+    }
+}
+
 } // namespace
 
 int
@@ -388,6 +540,7 @@ main(int argc, char* argv[])
     std::string metricsArg = "0s";
     std::string presetName;
     std::string ccPlugins;
+    std::string faultArg;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("Runs a tita data-centre simulation. Every ns-3 attribute is settable too, e.g.\n"
@@ -399,8 +552,8 @@ main(int argc, char* argv[])
                  topoArg);
     cmd.AddValue("workload",
                  "';'-separated: poisson:cdf=FILE,load=0.3 | flows:path=FILE | incast:senders=N,"
-                 "receiver=R,bytes=B,jitter=NS,at=NS | allreduce:ranks=all|N,bytes=B,order=rail|server | "
-                 "alltoall:ranks=N,bytes=B,pxn=0|1",
+                 "receiver=R,bytes=B,jitter=NS,at=NS | allreduce:ranks=all|N,bytes=B,order=rail|server (multi-rail) or host|spread | "
+                 "alltoall:ranks=N,bytes=B,pxn=0|1,order=(as allreduce)",
                  workloadArg);
     cmd.AddValue("cc",
                  "Congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or one of a "
@@ -420,7 +573,8 @@ main(int argc, char* argv[])
     cmd.AddValue("names", "Register nodes under their topology names (Config paths)", names);
     cmd.AddValue("series",
                  "Sampling period of flow_series.csv (each active flow's delivered bytes, goodput, rate "
-                 "and window) and qlen_series.csv (every non-empty switch queue); 0: none",
+                 "and window), qlen_series.csv (every non-empty switch queue) and port_series.csv (every "
+                 "switch port that sent: its wire bytes and utilisation over the period); 0: none",
                  seriesArg);
     cmd.AddValue("metrics",
                  "Sampling period of metrics.jsonl: the counters a DPDK process publishes over rte_telemetry "
@@ -430,6 +584,12 @@ main(int argc, char* argv[])
     cmd.AddValue("int-off",
                  "INT off on some switches: all | half (every other switch of each tier) | tor | agg | core",
                  intOff);
+    cmd.AddValue("fault",
+                 "';'-separated link faults, both directions: down:link=L|core,at=T (the control plane "
+                 "withdraws the link from ECMP) | blackhole:link=L|core,at=T (silently drops everything "
+                 "routed to it) | half:link=L|core (half its rate, from the start). L: a links.csv index; "
+                 "core: the first link between a switch of the highest tier and another switch",
+                 faultArg);
     cmd.AddValue("preset",
                  "Configure hosts, switches and the algorithm as another simulator does: hpcc-artifact "
                  "(the HPCC paper's simulator as its run.py sets it up; doc/ns3-vs-hpcc-artifact.md). "
@@ -541,7 +701,9 @@ main(int argc, char* argv[])
             }
         }
     }
+    const std::vector<LinkFault> faults = ParseFaults(faultArg, &topo);
     net.Build(topo);
+    ApplyFaults(net, faults);
     if (!intOff.empty())
     {
         std::cerr << "tita-sim: INT off on " << net.GetIntOffCount() << " switches (" << intOff << ")\n";
@@ -702,7 +864,7 @@ main(int argc, char* argv[])
 
     // ---- outputs (everything above was checked; from here on, work)
     std::ofstream fct(outDir + "/fct.csv");
-    fct << "id,src,dst,bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,hops,ok,group,step\n";
+    fct << "id,src,dst,bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,hops,ok,group,step,reordered\n";
     mgr->TraceConnectWithoutContext(
         "FlowComplete",
         MakeBoundCallback(
@@ -710,7 +872,8 @@ main(int argc, char* argv[])
                 *out << r.id << ',' << r.src << ',' << r.dst << ',' << r.bytes << ','
                      << r.start.GetNanoSeconds() << ',' << r.end.GetNanoSeconds() << ','
                      << (r.end - r.start).GetNanoSeconds() << ',' << r.idealNs << ',' << r.Slowdown() << ','
-                     << r.hops << ',' << (r.ok ? 1 : 0) << ',' << r.group << ',' << r.step << '\n';
+                     << r.hops << ',' << (r.ok ? 1 : 0) << ',' << r.group << ',' << r.step << ','
+                     << r.reordered << '\n';
             },
             &fct));
     // Switch drops by reason (tita::fabric::DropReason), for summary.json.
@@ -786,7 +949,22 @@ main(int argc, char* argv[])
     const Time seriesInterval = TimeOption("series", seriesArg);
     std::ofstream flowSeries;
     std::ofstream qlenSeries;
+    std::ofstream portSeries;
     std::unordered_map<uint32_t, uint64_t> lastDelivered;
+    // Per switch port: wire bytes sent so far, and the node at the other end.
+    std::vector<std::vector<uint64_t>> lastTx(net.GetSwitches().size());
+    std::unordered_map<uint64_t, uint32_t> peerOf; // node << 16 | port -> peer node
+    for (uint32_t l = 0; l < topo.Links().size(); ++l)
+    {
+        auto [a, b] = net.GetLinkDevices(l);
+        for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}})
+        {
+            if (auto sd = DynamicCast<TitaSwitchNetDevice>(x))
+            {
+                peerOf[uint64_t{x->GetNode()->GetId()} << 16 | sd->GetPort()] = y->GetNode()->GetId();
+            }
+        }
+    }
     std::function<void()> sampleSeries = [&]() {
         const uint64_t t = Simulator::Now().GetNanoSeconds();
         for (const auto& a : mgr->GetActiveFlows())
@@ -814,6 +992,25 @@ main(int argc, char* argv[])
                 }
             }
         }
+        for (std::size_t s = 0; s < net.GetSwitches().size(); ++s)
+        {
+            const auto& sw = net.GetSwitches()[s];
+            lastTx[s].resize(sw->GetNPorts());
+            for (uint16_t p = 0; p < sw->GetNPorts(); ++p)
+            {
+                const Ptr<TitaNetDevice> d = sw->GetPort(p);
+                const uint64_t tx = d->GetTxWireBytes();
+                if (tx == lastTx[s][p])
+                {
+                    continue;
+                }
+                const double util =
+                    (tx - lastTx[s][p]) * 8.0 / (d->GetDataRate().GetBitRate() * seriesInterval.GetSeconds());
+                lastTx[s][p] = tx;
+                portSeries << t << ',' << sw->GetId() << ',' << p << ',' << peerOf[uint64_t{sw->GetId()} << 16 | p]
+                           << ',' << tx << ',' << util << '\n';
+            }
+        }
         Simulator::Schedule(seriesInterval, sampleSeries);
     };
     if (seriesInterval.IsStrictlyPositive())
@@ -822,6 +1019,8 @@ main(int argc, char* argv[])
         flowSeries << "t_ns,flow,src,dst,delivered_bytes,goodput_bps,rate_bps,cwnd_bytes\n";
         qlenSeries.open(outDir + "/qlen_series.csv");
         qlenSeries << "t_ns,node,port,qlen_bytes\n";
+        portSeries.open(outDir + "/port_series.csv");
+        portSeries << "t_ns,node,port,peer,tx_bytes,utilization\n";
         Simulator::Schedule(seriesInterval, sampleSeries);
     }
 
@@ -983,12 +1182,21 @@ main(int argc, char* argv[])
     }
     {
         std::ofstream u(outDir + "/links.csv");
-        u << "link,from_node,to_node,rate_bps,tx_bytes,utilization,pfc_pauses_rx,max_qlen_bytes,drops\n";
+        // from_tier/to_tier: a switch's tier (1 ToR, 2 aggregation, 3 core or
+        // spine, 0 NVSwitch), -1 for a host.
+        u << "link,from_node,to_node,rate_bps,tx_bytes,utilization,pfc_pauses_rx,max_qlen_bytes,drops,from_tier,"
+             "to_tier\n";
         const uint64_t endNs = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+        auto tier = [&](uint32_t v) {
+            const auto& vx = topo.Vertices()[v];
+            return vx.kind == TitaTopology::Kind::kSwitch ? vx.tier : -1;
+        };
         for (uint32_t l = 0; l < topo.Links().size(); ++l)
         {
             auto [a, b] = net.GetLinkDevices(l);
-            for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}})
+            const int32_t ta = tier(topo.Links()[l].a);
+            const int32_t tb = tier(topo.Links()[l].b);
+            for (auto [x, y, tx, ty] : {std::tuple{a, b, ta, tb}, std::tuple{b, a, tb, ta}})
             {
                 uint64_t maxq = 0;
                 uint64_t drops = 0;
@@ -1003,7 +1211,7 @@ main(int argc, char* argv[])
                                           : 0;
                 u << l << ',' << x->GetNode()->GetId() << ',' << y->GetNode()->GetId() << ','
                   << x->GetDataRate().GetBitRate() << ',' << x->GetTxWireBytes() << ',' << util << ','
-                  << x->GetPfcPausesReceived() << ',' << maxq << ',' << drops << '\n';
+                  << x->GetPfcPausesReceived() << ',' << maxq << ',' << drops << ',' << tx << ',' << ty << '\n';
             }
         }
     }
@@ -1011,12 +1219,13 @@ main(int argc, char* argv[])
         std::ofstream st(outDir + "/steps.csv");
         st << "collective,kind,ranks,step,start_ns,end_ns,duration_ns,messages,bytes\n";
         std::ofstream co(outDir + "/collectives.csv");
-        co << "collective,kind,ranks,bytes,start_ns,end_ns,duration_ns,done\n";
+        co << "collective,kind,ranks,bytes,start_ns,end_ns,duration_ns,done,ideal_ns\n";
         for (const auto& c : collectives)
         {
             co << c->GetId() << ',' << c->GetKind() << ',' << c->GetRanks() << ',' << c->GetBytes() << ','
                << c->GetStart().GetNanoSeconds() << ',' << c->GetEnd().GetNanoSeconds() << ','
-               << (c->GetEnd() - c->GetStart()).GetNanoSeconds() << ',' << c->IsDone() << '\n';
+               << (c->GetEnd() - c->GetStart()).GetNanoSeconds() << ',' << c->IsDone() << ',' << c->IdealNs()
+               << '\n';
             for (const auto& s : c->GetSteps())
             {
                 st << c->GetId() << ',' << c->GetKind() << ',' << c->GetRanks() << ',' << s.step << ','
@@ -1067,7 +1276,9 @@ main(int argc, char* argv[])
        << ",\n  \"max_base_rtt_ns\": " << net.GetMaxBaseRttNs() << ",\n  \"flows_started\": "
        << mgr->GetStarted() << ",\n  \"flows_finished\": " << mgr->GetFinished()
        << ",\n  \"flows_failed\": " << mgr->GetFailed() << ",\n  \"qp_timeouts\": " << mgr->GetTimeouts()
-       << ",\n  \"retransmitted_packets\": " << mgr->GetRetransmittedPackets() << ",\n  \"pfc_pauses_sent\": " << pauses
+       << ",\n  \"retransmitted_packets\": " << mgr->GetRetransmittedPackets()
+       << ",\n  \"out_of_order_received\": " << mgr->GetOutOfOrderPackets()
+       << ",\n  \"ooo_buffered\": " << mgr->GetOutOfOrderBuffered() << ",\n  \"pfc_pauses_sent\": " << pauses
        << ",\n  \"switch_drops\": " << drops << ",\n  \"switch_drops_by_reason\": {" << [&] {
               std::ostringstream o;
               const char* sep = "";

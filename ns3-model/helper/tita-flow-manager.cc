@@ -254,12 +254,13 @@ TitaFlowManager::OnCompletion(Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& 
 }
 
 uint64_t
-TitaFlowManager::SumConnections(uint64_t eng::QpCounters::*field) const
+TitaFlowManager::SumConnections(uint64_t eng::QpCounters::*field, bool receiver) const
 {
     uint64_t n = 0;
     for (const auto& [key, c] : m_connections)
     {
-        if (const auto* q = m_net->GetNic(static_cast<uint32_t>(key >> 32))->GetEngine().qp_counters(c.srcQpn))
+        const auto host = static_cast<uint32_t>(receiver ? key & 0xffffffff : key >> 32);
+        if (const auto* q = m_net->GetNic(host)->GetEngine().qp_counters(receiver ? c.dstQpn : c.srcQpn))
         {
             n += q->*field;
         }
@@ -285,18 +286,37 @@ TitaFlowManager::GetCnpsReceived() const
     return m_cnpsReceived + SumConnections(&eng::QpCounters::cnps_received);
 }
 
+uint64_t
+TitaFlowManager::GetOutOfOrderPackets() const
+{
+    return m_outOfOrder + SumConnections(&eng::QpCounters::out_of_order_received, true);
+}
+
+uint64_t
+TitaFlowManager::GetOutOfOrderBuffered() const
+{
+    return m_oooBuffered + SumConnections(&eng::QpCounters::ooo_buffered, true);
+}
+
 void
 TitaFlowManager::Finish(Flow& f)
 {
     ++m_finished;
     if (!f.message)
     {
-        // The sender's counters are final: everything it sent is acknowledged.
+        // The sender's counters are final: everything it sent is acknowledged;
+        // so are the receiver's (everything arrived before the last ACK).
         if (const auto* q = m_net->GetNic(f.rec.src)->GetEngine().qp_counters(f.srcQpn))
         {
             m_timeouts += q->timeouts;
             m_retransmitted += q->retransmitted_packets;
             m_cnpsReceived += q->cnps_received;
+        }
+        if (const auto* q = m_net->GetNic(f.rec.dst)->GetEngine().qp_counters(f.dstQpn))
+        {
+            f.rec.reordered = q->out_of_order_received;
+            m_outOfOrder += q->out_of_order_received;
+            m_oooBuffered += q->ooo_buffered;
         }
     }
     if (!f.rec.ok)

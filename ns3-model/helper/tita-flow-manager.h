@@ -35,6 +35,7 @@ struct TitaFlowRecord
     int32_t group = -1;  ///< collective index, -1 for plain flows
     int32_t step = -1;   ///< collective step
     uint32_t hops = 0;   ///< links on its path
+    uint64_t reordered = 0; ///< data packets its receiver got out of PSN order (flows; 0 for messages)
 
     double Slowdown() const;
 };
@@ -85,6 +86,8 @@ class TitaFlowManager : public Object
                          Done onReceived);
 
     uint64_t IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const;
+    /// The pair's base RTT, as IdealFctNs counts it.
+    uint64_t BaseRttNs(uint32_t src, uint32_t dst) const { return GetPairPath(src, dst).baseRttNs; }
     uint32_t GetStarted() const { return m_started; }
     uint32_t GetFinished() const { return m_finished; }
     uint32_t GetActive() const { return m_started - m_finished; }
@@ -95,6 +98,12 @@ class TitaFlowManager : public Object
     uint64_t GetRetransmittedPackets() const;
     /// Congestion notifications the senders acted on (CNPs, or ACKs echoing CE).
     uint64_t GetCnpsReceived() const;
+    /// Receivers' reordering: data packets that arrived out of PSN order, and
+    /// those of them kept for later (selective repeat; the rest were dropped and
+    /// NAKed, go-back-N), summed over every flow that finished and every message
+    /// connection.
+    uint64_t GetOutOfOrderPackets() const;
+    uint64_t GetOutOfOrderBuffered() const;
 
     /// A flow in progress, for samplers: its record so far and its QP pair.
     struct ActiveFlow
@@ -156,8 +165,10 @@ class TitaFlowManager : public Object
     uint64_t m_timeouts = 0;      ///< of finished flows' sender QPs
     uint64_t m_retransmitted = 0; ///< of finished flows' sender QPs
     uint64_t m_cnpsReceived = 0;  ///< of finished flows' sender QPs
-    /// Sum `field` of the live message connections' sender QPs.
-    uint64_t SumConnections(uint64_t(::tita::engine::QpCounters::*field)) const;
+    uint64_t m_outOfOrder = 0;    ///< of finished flows' receiver QPs
+    uint64_t m_oooBuffered = 0;   ///< of finished flows' receiver QPs
+    /// Sum `field` of the live message connections' sender (or receiver) QPs.
+    uint64_t SumConnections(uint64_t(::tita::engine::QpCounters::*field), bool receiver = false) const;
     uint32_t m_mtu = 1024;  // payload of a full packet
     uint32_t m_overheadBytes = kPacketOverheadBytes;
     std::unordered_map<uint32_t, Flow> m_flows;

@@ -52,6 +52,8 @@ class TitaTopology
     const std::vector<Vertex>& Vertices() const { return m_vertices; }
     std::vector<Vertex>& MutableVertices() { return m_vertices; }
     const std::vector<Link>& Links() const { return m_links; }
+    /// Changes a link's rate (both directions) before the network is built.
+    void SetLinkRate(uint32_t link, uint64_t rateBps) { m_links.at(link).rateBps = rateBps; }
     /// Host vertices in order (host index -> vertex).
     const std::vector<uint32_t>& Hosts() const { return m_hosts; }
     uint32_t GetNSwitches() const { return static_cast<uint32_t>(m_vertices.size() - m_hosts.size()); }

@@ -290,6 +290,34 @@ TitaCollective::RingTry(uint32_t i)
     }
 }
 
+uint64_t
+TitaCollective::IdealNs() const
+{
+    const auto n = static_cast<uint32_t>(m_ranks.size());
+    if (n < 2)
+    {
+        return 0;
+    }
+    uint64_t worst = 0;
+    if (m_kind == "allreduce")
+    {
+        const uint64_t chunk = std::max<uint64_t>(1, (m_bytes + n - 1) / n);
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            worst = std::max(worst, m_mgr->IdealFctNs(m_ranks[i].host, m_ranks[(i + 1) % n].host, chunk));
+        }
+        return 2 * uint64_t{n - 1} * worst;
+    }
+    const uint64_t total = uint64_t{n - 1} * std::max<uint64_t>(1, m_bytes / n);
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        const uint32_t a = m_ranks[i].host;
+        const uint32_t b = m_ranks[(i + 1) % n].host;
+        worst = std::max(worst, m_mgr->IdealFctNs(a, b, total) - m_mgr->BaseRttNs(a, b));
+    }
+    return worst + m_mgr->GetNetwork()->GetMaxBaseRttNs();
+}
+
 std::shared_ptr<TitaCollective>
 TitaCollective::AllToAll(Ptr<TitaFlowManager> mgr,
                          int32_t id,

@@ -156,6 +156,13 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     uint64_t GetBytes() const { return m_bytes; }
     uint32_t GetRanks() const { return static_cast<uint32_t>(m_ranks.size()); }
     const std::vector<Step>& GetSteps() const { return m_steps; }
+    /// The completion time of the collective on a non-blocking network with
+    /// nothing else running, as TitaFlowManager::IdealFctNs counts a flow's:
+    /// ring AllReduce, 2(N-1) steps each as long as its slowest pair's ideal
+    /// message time; All-to-All (either kind), the busiest rank's bytes with
+    /// per-packet overheads at its NIC's rate plus the network's largest base
+    /// RTT (ranks of one server are counted at their NIC's rate too).
+    uint64_t IdealNs() const;
     /// Runs when the collective completes.
     void SetDoneCallback(std::function<void(const TitaCollective&)> cb) { m_onDone = std::move(cb); }
 

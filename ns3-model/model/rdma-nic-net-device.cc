@@ -366,6 +366,7 @@ RdmaNicNetDevice::ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t p
     a.ah_attr.vlan = m_vlan;
     a.ah_attr.pcp = m_priority;
     a.recovery = m_selectiveRepeat ? eng::Recovery::kSelectiveRepeat : eng::Recovery::kGoBackN;
+    a.peer_tita = true; // the peer is an RdmaNicNetDevice: its engine is tita's
     a.timeout = m_qpTimeout;
     a.retry_cnt = m_retryCnt;
     if (int rc = eng::connect_rc(e, qpn, a, &err); rc != 0)

@@ -193,6 +193,92 @@ TEST(Spray, OffsetValuesTakeNodeDisjointPathsThroughAFatTree) {
   }
 }
 
+// Told that the peer is tita (QpAttr::peer_tita, as tita-perf and the ns-3
+// NIC say it), a QP sprays from its very first packet; a responder that sprays
+// too sends each ACK back on the value of the packet it acknowledges.
+TEST(Spray, AKnownTitaPeerIsSprayedFromTheFirstPacketAndAcksRideEachValue) {
+  QpAttr attr = sr_attr();
+  attr.peer_tita = true;
+  Pair p(25'000'000'000, 2'000, 1u << 20, attr, 7);
+  std::string err;
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, {.paths = 4}, &err), 0) << err;
+  std::vector<uint16_t> data;
+  std::set<uint16_t> acks;
+  p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            if (is_data(f)) data.push_back(sport_of(f));
+                            return false;
+                          }});
+  p.net.set_faults(1, 0, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            acks.insert(sport_of(f));
+                            return false;
+                          }});
+  run_workload(p, writes(4, 64u << 10), 1'000'000'000);
+  ASSERT_GE(data.size(), 4u);
+  EXPECT_EQ(std::set<uint16_t>(data.begin(), data.begin() + 4).size(), 4u);  // not the QP's port first
+  EXPECT_EQ(acks, std::set<uint16_t>(data.begin(), data.end()));
+}
+
+// A message's last packet is lost: nothing sent after it can show that (RACK
+// has no later delivery to judge by). Two RTTs and a window later it is
+// probed, resent on another value; no timeout.
+TEST(Spray, ALostTailIsProbedOnAnotherValueWithoutATimeout) {
+  QpAttr attr = sr_attr();
+  attr.peer_tita = true;
+  Pair p(25'000'000'000, 2'000, 1u << 20, attr, 8);
+  std::string err;
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, {.paths = 4}, &err), 0) << err;
+  int seen = 0;
+  uint16_t lost_on = 0;
+  p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            if (!is_data(f) || ++seen != 4) return false;
+                            lost_on = sport_of(f);
+                            return true;  // the 4th of 4 packets, once
+                          }});
+  run_workload(p, writes(1, 4096), 1'000'000'000);
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  EXPECT_EQ(seen, 5);  // four, and the probe
+  EXPECT_EQ(q.timeouts, 0u) << p.describe();
+  EXPECT_EQ(q.retransmitted_packets, 1u);
+  EXPECT_EQ(info_of(p).tail_probes, 1u);
+  EXPECT_NE(lost_on, 0);
+}
+
+// One broken link can take the data of one value and the ACKs of another.
+// Resent packets go on the value whose own ACKs come back (not the next in
+// turn, which may be the one whose ACKs vanish): no timeout, every byte.
+TEST(Spray, DataLostOnOneValueAndAcksOnAnotherCostNoTimeout) {
+  QpAttr attr = sr_attr();
+  attr.peer_tita = true;
+  for (SprayPolicy policy : {SprayPolicy::kRoundRobin, SprayPolicy::kOffset}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    Pair p(25'000'000'000, 2'000, 4u << 20, attr, 9);
+    std::string err;
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, {.paths = 4, .policy = policy}, &err), 0) << err;
+    }
+    const SprayInfo before = info_of(p);
+    const uint16_t data_hole = before.paths[0].udp_sport;
+    const uint16_t ack_hole = before.paths[1].udp_sport;
+    uint64_t data_dropped = 0;
+    uint64_t acks_dropped = 0;
+    p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                              const bool drop = is_data(f) && sport_of(f) == data_hole;
+                              data_dropped += drop;
+                              return drop;
+                            }});
+    p.net.set_faults(1, 0, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                              const bool drop = sport_of(f) == ack_hole;
+                              acks_dropped += drop;
+                              return drop;
+                            }});
+    run_workload(p, writes(8, 4096), 1'000'000'000);
+    const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+    EXPECT_EQ(q.timeouts, 0u) << p.describe();
+    EXPECT_GE(data_dropped, 1u);
+    EXPECT_GE(acks_dropped, 1u);
+  }
+}
+
 // Every value the QP holds leads into a black hole: nothing is delivered, so
 // RACK has nothing to judge by and the timeout fires; then every silent value
 // is replaced, the resent packets find working paths and the transfer ends.

@@ -511,11 +511,15 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpRetryCnt) q.retry_cnt = qp->retry_left = a.retry_cnt;
   if (mask & kQpRnrRetry) q.rnr_retry = qp->rnr_left = a.rnr_retry;
   if (mask & kQpMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
-  if (mask & kQpRecovery) q.recovery = a.recovery;
+  if (mask & kQpRecovery) {
+    q.recovery = a.recovery;
+    q.peer_tita = a.peer_tita;
+  }
 
   if (to == QpState::kRtr && from == QpState::kInit) {
     qp->udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp->qpn, q.dest_qp_num);
     qp->loopback = m.cfg.loopback && q.ah_attr.dgid == m.cfg.gid;
+    if (q.peer_tita) qp->peer_tita = true;
     qp->state = QpState::kRtr;
     m.resolve(*qp);      // the peer's MAC: given, known, or asked for by ARP
     m.path_at_rtr(*qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
@@ -1118,6 +1122,10 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
   c.kind = kind;
   c.ce_packets = echo != nullptr ? echo->ce_packets : 0;
   c.len = hdr.write(t, 0, c.data);
+  if (echo != nullptr && echo->udp_sport != 0) {  // before the ICRC, which covers it
+    c.data[hdr.udp_offset()] = static_cast<uint8_t>(echo->udp_sport >> 8);
+    c.data[hdr.udp_offset() + 1] = static_cast<uint8_t>(echo->udp_sport);
+  }
   if (cfg.compute_icrc) {
     wire::finish_frame(c.data, c.len, {}, c.data + c.len);
   } else {

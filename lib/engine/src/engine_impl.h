@@ -148,6 +148,7 @@ struct SprayPath {
   uint32_t lost_in_row = 0;
   uint64_t delivered_ns = 0;       // when one of its packets was last acknowledged
   uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged
+  uint64_t echoed_ns = 0;          // when an ACK came back on it (its own: both directions work)
   SprayPathInfo stats;
 };
 struct SprayState {
@@ -167,8 +168,10 @@ struct SprayState {
   uint64_t rack_sent_ns = 0;      // send time of the latest-sent packet known delivered
   uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
   uint64_t rack_deadline_ns = kNever;
+  uint64_t probed_rack_sent_ns = UINT64_MAX;  // rack_sent_ns when the tail was last probed
   uint64_t retired = 0;
   uint64_t replaced = 0;
+  uint64_t tail_probes = 0;
 };
 
 struct Qp {
@@ -347,6 +350,10 @@ struct Echo {
   uint8_t ce_packets = 0;
   uint8_t path_hops = 0;
   int32_t sack_psn = -1;  // selective repeat NAK: the out-of-order PSN
+  // Sprayed QPs: the UDP source port the packet came with, which its ACK or NAK
+  // takes back (0: the QP's own). ACKs spread over the requester's values, and
+  // a value it retires for a broken path stops carrying ACKs too.
+  uint16_t udp_sport = 0;
 };
 
 struct Engine::Impl {

@@ -96,6 +96,7 @@ struct Responder {
     e.ce_packets = qp.ce_unacked;
     const uint8_t ttl = pkt.ip_version == 6 ? pkt.ipv6().hop_limit : pkt.ipv4().ttl;
     e.path_hops = ttl <= m.cfg.initial_ttl ? static_cast<uint8_t>(m.cfg.initial_ttl - ttl) : 0;
+    if (qp.spraying()) e.udp_sport = pkt.udp().src_port.get();
     return e;
   }
 

@@ -8,7 +8,10 @@
 // marks and RTT. Packets of different values may overtake each other, so a gap
 // is not a loss: a packet is lost once a packet sent a reordering window after
 // it has been delivered (RACK, RFC 8985), or at that time measured from the
-// latest delivery. A value whose packets are lost retire_losses times in a row
+// latest delivery. The last packet sent (or resent) has nothing after it to be
+// judged by: with no ACK for twice the slowest path's RTT and a window, it is
+// resent on another value (a tail loss probe, RFC 8985 section 7), whose ACK
+// brings RACK the evidence for the rest; one probe per delivery seen. A value whose packets are lost retire_losses times in a row
 // is replaced by an unused one, so a black-holed path is left after a few
 // packets, each resent on another value, without a timeout.
 //
@@ -58,7 +61,7 @@ void replace(SprayState& s, SprayPath& p, bool failed) {
   p.value = unused_value(s);
   ++p.generation;
   p.lost_in_row = 0;
-  p.delivered_ns = p.delivered_sent_ns = 0;
+  p.delivered_ns = p.delivered_sent_ns = p.echoed_ns = 0;
   p.stats = SprayPathInfo{};
   p.stats.value = p.value;
 }
@@ -89,6 +92,13 @@ uint64_t reorder_window(const SprayState& s, const EngineConfig& cfg) {
   uint64_t hi = lo;
   for (const SprayPath& p : s.paths) hi = std::max(hi, p.stats.srtt_ns != 0 ? p.stats.srtt_ns : cfg.base_rtt_ns);
   return std::max(lo / 4 + (hi - lo), kMinReorderNs);
+}
+
+// How long the last packet sent may go unacknowledged before it is probed.
+uint64_t probe_timeout(const SprayState& s, const EngineConfig& cfg, uint64_t wnd) {
+  uint64_t hi = 0;
+  for (const SprayPath& p : s.paths) hi = std::max(hi, p.stats.srtt_ns != 0 ? p.stats.srtt_ns : cfg.base_rtt_ns);
+  return 2 * hi + wnd;
 }
 
 }  // namespace
@@ -123,7 +133,25 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
     return 0;
   }
   uint32_t i;
-  if (s.cfg.policy == SprayPolicy::kReps && s.recycle_count > 0) {
+  if (retransmission) {
+    // A packet sent again goes on the value whose own ACK came back last
+    // (a packet and its ACK got through both ways), not round robin, which
+    // may pick another broken one: one bad link can break a value's data and
+    // another value's ACKs.
+    const uint8_t before = s.psn_path[slot];
+    i = kUnsprayed;
+    for (uint32_t j = 0; j < k; ++j) {
+      if (j != before && s.paths[j].echoed_ns != 0 &&
+          (i == kUnsprayed || s.paths[j].echoed_ns > s.paths[i].echoed_ns)) {
+        i = j;
+      }
+    }
+    if (i == kUnsprayed) {  // nothing delivered yet: the next one that is not the same
+      i = s.next;
+      s.next = (s.next + 1) % k;
+      if (i == before) i = (i + 1) % k;
+    }
+  } else if (s.cfg.policy == SprayPolicy::kReps && s.recycle_count > 0) {
     i = s.recycle[s.recycle_head];
     s.recycle_head = (s.recycle_head + 1) % static_cast<uint32_t>(s.recycle.size());
     --s.recycle_count;
@@ -131,11 +159,13 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
     i = s.next;
     s.next = (s.next + 1) % k;
   }
-  if (retransmission && i == s.psn_path[slot]) i = (i + 1) % k;  // not the path that lost it
   s.psn_path[slot] = static_cast<uint8_t>(i);
   s.psn_generation[slot] = s.paths[i].generation;
   s.psn_sent_ns[slot] = now_ns;
   ++s.paths[i].stats.sent;
+  if (s.rack_deadline_ns == kNever) {  // a later one is found when this fires
+    s.rack_deadline_ns = now_ns + probe_timeout(s, cfg, reorder_window(s, cfg));
+  }
   return wire::dodge_set(s.mask, qp.udp_sport, s.paths[i].value);
 }
 
@@ -159,6 +189,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
     path.delivered_ns = now_ns;
     path.delivered_sent_ns = std::max(path.delivered_sent_ns, sent);
     if (p != trigger) continue;
+    path.echoed_ns = now_ns;
     if (rtt_ns != 0) path.stats.srtt_ns = path.stats.srtt_ns == 0 ? rtt_ns : (7 * path.stats.srtt_ns + rtt_ns) / 8;
     path.stats.ce += ce;
     if (s.cfg.policy != SprayPolicy::kReps) continue;
@@ -177,18 +208,27 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
 uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
   SprayState& s = *qp.spray;
   s.rack_deadline_ns = kNever;
-  if (s.rack_sent_ns == 0) return 0;
   // RACK: the delivered packet sent last arrived rack_rtt after it was sent;
   // a packet sent before it is lost once that long and a window have passed.
   const uint64_t wnd = reorder_window(s, cfg);
   const uint32_t w = cfg.sr_window - 1;
   uint64_t lost = 0;
+  uint32_t last = 0;  // the outstanding packet sent last, if nothing sent after it arrived
+  uint64_t last_sent = 0;
+  bool have_last = false;
   for (uint32_t p = qp.snd_una; psn_before(p, qp.snd_max); p = psn_add(p, 1)) {
     const uint32_t bit = p & w;
     const uint8_t i = s.psn_path[bit];
     if (i == kUnsprayed || bit_test(qp.sacked, bit) || bit_test(qp.retx, bit)) continue;
     const uint64_t sent = s.psn_sent_ns[bit];
-    if (sent >= s.rack_sent_ns) continue;  // nothing sent after it has arrived yet
+    if (sent >= s.rack_sent_ns) {  // nothing sent after it has arrived yet
+      if (!have_last || sent >= last_sent) {
+        last = p;
+        last_sent = sent;
+        have_last = true;
+      }
+      continue;
+    }
     const uint64_t due = sent + s.rack_rtt_ns + wnd;
     if (due > now_ns) {
       s.rack_deadline_ns = std::min(s.rack_deadline_ns, due);
@@ -212,6 +252,20 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     } else if (s.cfg.policy == SprayPolicy::kReps) {
       replace(s, path, false);  // REPS: a value that lost a packet is not used again
       ++s.replaced;
+    }
+  }
+  // The tail probe: not a loss on its path (nothing says it was lost), but
+  // resent on another one (spray_pick); once until a delivery brings news.
+  if (have_last && s.probed_rack_sent_ns != s.rack_sent_ns) {
+    const uint64_t due = last_sent + probe_timeout(s, cfg, wnd);
+    if (due > now_ns) {
+      s.rack_deadline_ns = std::min(s.rack_deadline_ns, due);
+    } else {
+      s.probed_rack_sent_ns = s.rack_sent_ns;
+      ++s.tail_probes;
+      bit_set(qp.retx, last & w);
+      ++qp.retx_count;
+      lost += qp.mtu();
     }
   }
   return lost;
@@ -300,6 +354,7 @@ int Engine::spray_info(uint32_t qp_num, SprayInfo* out) const {
   out->active = qp->spraying();
   out->retired = s.retired;
   out->replaced = s.replaced;
+  out->tail_probes = s.tail_probes;
   out->paths.clear();
   for (const SprayPath& p : s.paths) {
     SprayPathInfo i = p.stats;

@@ -101,6 +101,7 @@ struct SprayInfo {
   bool active = false;  // spraying now (selective repeat with a tita peer)
   uint64_t retired = 0;   // values replaced after repeated losses
   uint64_t replaced = 0;  // REPS: values left after CE or a loss
+  uint64_t tail_probes = 0;  // last packets resent on another value after no ACK for 2 RTTs
   std::vector<SprayPathInfo> paths;
 };
 

@@ -174,6 +174,12 @@ struct QpAttr {
   uint8_t max_rd_atomic = 16;    // READs and atomics this requester keeps outstanding
   uint8_t max_dest_rd_atomic = 16;  // READs and atomics this responder accepts outstanding
   Recovery recovery = Recovery::kGoBackN;
+  // tita's own, applied with kQpRecovery: the peer is known to be a tita
+  // engine (told out of band, as RDMA CM private data would say). Selective
+  // repeat and spraying then hold from the first packet; otherwise they start
+  // once the peer's first frame shows its telemetry trailer, and a new
+  // connection's first round trip goes on one path with IBA's recovery.
+  bool peer_tita = false;
 };
 
 // Packets of a message of `length` bytes whose full packets carry
@@ -206,7 +212,7 @@ enum QpAttrMask : uint32_t {
   kQpCap = 1u << 19,
   kQpDestQpn = 1u << 20,
   kQpRateLimit = 1u << 25,
-  kQpRecovery = 1u << 30,  // tita's own: QpAttr::recovery (RESET->INIT, INIT->INIT, INIT->RTR)
+  kQpRecovery = 1u << 30,  // tita's own: QpAttr::recovery and peer_tita (RESET->INIT, INIT->INIT, INIT->RTR)
 };
 
 // What each RC transition requires, as the IBA (11.2.4.2) and Linux's
