@@ -11,9 +11,10 @@
 // latest delivery. The last packet sent (or resent) has nothing after it to be
 // judged by: with no ACK for twice the slowest path's RTT and a window, it is
 // resent on another value (a tail loss probe, RFC 8985 section 7), whose ACK
-// brings RACK the evidence for the rest; one probe per delivery seen. A value whose packets are lost retire_losses times in a row
-// is replaced by an unused one, so a black-holed path is left after a few
-// packets, each resent on another value, without a timeout.
+// brings RACK the evidence for the rest; one probe per delivery seen. A value
+// whose packets are lost retire_losses times in a row is replaced by an unused
+// one, so a black-holed path is left after a few packets, each resent on
+// another value, without a timeout.
 //
 // READ and atomic requests keep the QP's own path: their responses come back
 // in PSN order on the responder's path and are recovered as on one path.
