@@ -255,7 +255,7 @@ TitaCollective::StartRing()
     NS_ABORT_MSG_IF(n < 2, "a ring needs two ranks");
     m_start = Simulator::Now();
     m_ringSteps = 2 * (n - 1);
-    m_chunk = std::max<uint64_t>(1, (m_bytes + n - 1) / n);
+    m_chunk = ChunkBytes();
     m_next.assign(n, 0);
     m_sent.assign(n, 0);
     m_recv.assign(n, 0);
@@ -291,6 +291,15 @@ TitaCollective::RingTry(uint32_t i)
 }
 
 uint64_t
+TitaCollective::ChunkBytes() const
+{
+    const auto n = static_cast<uint64_t>(m_ranks.size());
+    // A ring step carries a rounded-up share (the last may be short); an
+    // All-to-All message its share of the rank's buffer.
+    return std::max<uint64_t>(1, m_kind == "allreduce" ? (m_bytes + n - 1) / n : m_bytes / n);
+}
+
+uint64_t
 TitaCollective::IdealNs() const
 {
     const auto n = static_cast<uint32_t>(m_ranks.size());
@@ -301,14 +310,14 @@ TitaCollective::IdealNs() const
     uint64_t worst = 0;
     if (m_kind == "allreduce")
     {
-        const uint64_t chunk = std::max<uint64_t>(1, (m_bytes + n - 1) / n);
+        const uint64_t chunk = ChunkBytes();
         for (uint32_t i = 0; i < n; ++i)
         {
             worst = std::max(worst, m_mgr->IdealFctNs(m_ranks[i].host, m_ranks[(i + 1) % n].host, chunk));
         }
         return 2 * uint64_t{n - 1} * worst;
     }
-    const uint64_t total = uint64_t{n - 1} * std::max<uint64_t>(1, m_bytes / n);
+    const uint64_t total = uint64_t{n - 1} * ChunkBytes();
     for (uint32_t i = 0; i < n; ++i)
     {
         const uint32_t a = m_ranks[i].host;
@@ -337,7 +346,7 @@ TitaCollective::StartAllToAll()
 {
     const auto n = static_cast<uint32_t>(m_ranks.size());
     m_start = Simulator::Now();
-    m_chunk = std::max<uint64_t>(1, m_bytes / n);
+    m_chunk = ChunkBytes();
     for (uint32_t k = 1; k < n; ++k)
     {
         for (uint32_t i = 0; i < n; ++i)
@@ -367,7 +376,7 @@ TitaCollective::StartPxn()
     const auto n = static_cast<uint32_t>(m_ranks.size());
     const TitaTopology& topo = m_mgr->GetNetwork()->GetTopology();
     m_start = Simulator::Now();
-    m_chunk = std::max<uint64_t>(1, m_bytes / n);
+    m_chunk = ChunkBytes();
     m_pxnWaiting.assign(n, 0);
     // How many ranks sit on each (server, gpu), and who shares a server.
     std::vector<std::vector<uint32_t>> local(n);

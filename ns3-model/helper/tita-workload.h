@@ -167,6 +167,7 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     void SetDoneCallback(std::function<void(const TitaCollective&)> cb) { m_onDone = std::move(cb); }
 
   private:
+    uint64_t ChunkBytes() const; ///< one message of the collective's steps
     void StartRing();
     void RingTry(uint32_t i);
     void StartAllToAll();

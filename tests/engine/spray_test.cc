@@ -37,6 +37,21 @@ std::vector<Message> writes(int n, uint32_t len) {
   return msgs;
 }
 
+// Selective repeat with the peer known to be tita at RTR (QpAttr::peer_tita,
+// as tita-perf and the ns-3 NIC set it): sprayed from the first packet.
+QpAttr tita_sr_attr() {
+  QpAttr a = sr_attr();
+  a.peer_tita = true;
+  return a;
+}
+
+// Both ends spray (as tita-perf and the ns-3 NIC configure them): the
+// responder's ACKs then ride the requester's values.
+void spray_both(Pair& p, const SprayConfig& sc) {
+  std::string err;
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, sc, &err), 0) << err;
+}
+
 SprayInfo info_of(Pair& p) {
   SprayInfo s;
   EXPECT_EQ(p.eng(0).spray_info(p.side[0].qp, &s), 0);
@@ -197,11 +212,8 @@ TEST(Spray, OffsetValuesTakeNodeDisjointPathsThroughAFatTree) {
 // NIC say it), a QP sprays from its very first packet; a responder that sprays
 // too sends each ACK back on the value of the packet it acknowledges.
 TEST(Spray, AKnownTitaPeerIsSprayedFromTheFirstPacketAndAcksRideEachValue) {
-  QpAttr attr = sr_attr();
-  attr.peer_tita = true;
-  Pair p(25'000'000'000, 2'000, 1u << 20, attr, 7);
-  std::string err;
-  for (int i = 0; i < 2; ++i) ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, {.paths = 4}, &err), 0) << err;
+  Pair p(25'000'000'000, 2'000, 1u << 20, tita_sr_attr(), 7);
+  spray_both(p, {.paths = 4});
   std::vector<uint16_t> data;
   std::set<uint16_t> acks;
   p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
@@ -222,11 +234,8 @@ TEST(Spray, AKnownTitaPeerIsSprayedFromTheFirstPacketAndAcksRideEachValue) {
 // has no later delivery to judge by). Two RTTs and a window later it is
 // probed, resent on another value; no timeout.
 TEST(Spray, ALostTailIsProbedOnAnotherValueWithoutATimeout) {
-  QpAttr attr = sr_attr();
-  attr.peer_tita = true;
-  Pair p(25'000'000'000, 2'000, 1u << 20, attr, 8);
-  std::string err;
-  for (int i = 0; i < 2; ++i) ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, {.paths = 4}, &err), 0) << err;
+  Pair p(25'000'000'000, 2'000, 1u << 20, tita_sr_attr(), 8);
+  spray_both(p, {.paths = 4});
   int seen = 0;
   uint16_t lost_on = 0;
   p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
@@ -247,15 +256,10 @@ TEST(Spray, ALostTailIsProbedOnAnotherValueWithoutATimeout) {
 // Resent packets go on the value whose own ACKs come back (not the next in
 // turn, which may be the one whose ACKs vanish): no timeout, every byte.
 TEST(Spray, DataLostOnOneValueAndAcksOnAnotherCostNoTimeout) {
-  QpAttr attr = sr_attr();
-  attr.peer_tita = true;
   for (SprayPolicy policy : {SprayPolicy::kRoundRobin, SprayPolicy::kOffset}) {
     SCOPED_TRACE(std::string(to_string(policy)));
-    Pair p(25'000'000'000, 2'000, 4u << 20, attr, 9);
-    std::string err;
-    for (int i = 0; i < 2; ++i) {
-      ASSERT_EQ(p.eng(i).set_spray(p.side[i].qp, {.paths = 4, .policy = policy}, &err), 0) << err;
-    }
+    Pair p(25'000'000'000, 2'000, 4u << 20, tita_sr_attr(), 9);
+    spray_both(p, {.paths = 4, .policy = policy});
     const SprayInfo before = info_of(p);
     const uint16_t data_hole = before.paths[0].udp_sport;
     const uint16_t ack_hole = before.paths[1].udp_sport;

@@ -999,6 +999,14 @@ uint64_t Engine::next_wakeup_ns() const {
 
 // ---------------------------------------------------------------- frames
 
+namespace {
+// A sprayed frame's own UDP source port, in a header the template wrote.
+void set_udp_sport(const wire::HeaderTemplate& hdr, uint8_t* frame, uint16_t sport) {
+  frame[hdr.udp_offset()] = static_cast<uint8_t>(sport >> 8);
+  frame[hdr.udp_offset() + 1] = static_cast<uint8_t>(sport);
+}
+}  // namespace
+
 wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
   wire::PathFields f;
   const AhAttr& ah = qp.attr.ah_attr;
@@ -1039,8 +1047,7 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   const wire::HeaderTemplate& hdr = response ? qp.path->resp_hdr : qp.hdr;
   tx.hdr_len = hdr.write(t, payload_len, tx_hdr);
   if (udp_sport != 0) [[unlikely]] {  // sprayed: before the ICRC, which covers it
-    tx_hdr[hdr.udp_offset()] = static_cast<uint8_t>(udp_sport >> 8);
-    tx_hdr[hdr.udp_offset() + 1] = static_cast<uint8_t>(udp_sport);
+    set_udp_sport(hdr, tx_hdr, udp_sport);
   }
   for (uint32_t i = 0; i < n_payload; ++i) tx.payload[i] = payload[i];
   tx.n_payload = n_payload;
@@ -1123,8 +1130,7 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
   c.ce_packets = echo != nullptr ? echo->ce_packets : 0;
   c.len = hdr.write(t, 0, c.data);
   if (echo != nullptr && echo->udp_sport != 0) {  // before the ICRC, which covers it
-    c.data[hdr.udp_offset()] = static_cast<uint8_t>(echo->udp_sport >> 8);
-    c.data[hdr.udp_offset() + 1] = static_cast<uint8_t>(echo->udp_sport);
+    set_udp_sport(hdr, c.data, echo->udp_sport);
   }
   if (cfg.compute_icrc) {
     wire::finish_frame(c.data, c.len, {}, c.data + c.len);
