@@ -51,17 +51,21 @@ def check(cond, what):
         failures.append(what)
 
 
-def switch_config(down, up, seed):
-    """Ports: 0 towards the local host, 1 and 2 the two links; `down` is the local
-    host's address, `up` the remote one's."""
-    return {"ports": [{"name": n} for n in down["ports"]],
+def switch_config(down, up, seed, link_gbps=None):
+    """Ports: 0 towards the local host, 1 and 2 the two links (shaped to
+    link_gbps if given); `down` is the local host's address, `up` the remote one's."""
+    ports = [{"name": n} for n in down["ports"]]
+    if link_gbps:
+        for p in ports[1:]:
+            p["rate_gbps"] = link_gbps
+    return {"ports": ports,
             "routes": [{"prefix": down["ip"] + "/32", "ports": [0]},
                        {"prefix": up + "/32", "ports": [1, 2]}],
             "ecmp": {"seed": seed, "dodge": {"field": "udp_sport"}},
             "pfc": {"enabled": False}, "int": {"enabled": True}}
 
 
-def run(build, work, seconds, spray):
+def run(build, work, seconds, spray, link_gbps=None):
     perf = os.path.join(build, "apps", "tita-perf")
     switch = os.path.join(build, "apps", "tita-switch", "tita-switch")
     os.makedirs(work, exist_ok=True)
@@ -70,9 +74,9 @@ def run(build, work, seconds, spray):
     for s in sock.values():
         if os.path.exists(s):
             os.unlink(s)
-    s1_cfg = switch_config({"ip": "10.0.0.1", "ports": ["net_vhost0", "net_vhost1", "net_vhost2"]}, "10.0.0.2", 7)
+    s1_cfg = switch_config({"ip": "10.0.0.1", "ports": ["net_vhost0", "net_vhost1", "net_vhost2"]}, "10.0.0.2", 7, link_gbps)
     s2_cfg = switch_config({"ip": "10.0.0.2", "ports": ["net_vhost0", "net_virtio_user1", "net_virtio_user2"]},
-                           "10.0.0.1", 11)
+                           "10.0.0.1", 11, link_gbps)
     for name, cfg in (("s1", s1_cfg), ("s2", s2_cfg)):
         with open(os.path.join(work, f"{name}.json"), "w") as f:
             json.dump(cfg, f)
@@ -99,6 +103,9 @@ def run(build, work, seconds, spray):
                                              "--json"], "S2")
     time.sleep(1.5)
     paths = ["--recovery", "sr", "--spray", str(spray), "--spray-policy", "offset"] if spray else ["--dodge", "udp_sport"]
+    # Without shaped links: paced at 1 Gb/s. With them: DCQCN from twice
+    # what both links carry, unpaced, finds the rate.
+    rate = (["--rate", str(4 * link_gbps), "--cc", "dcqcn"] if link_gbps else ["--rate", "1", "--pace"])
     common = paths + ["--idle-sleep", "--base-rtt-us", "5000", "--pacing-slack-us", "200",
               "--timeout", "18",
               "--tcp-port", "18611", "--json"]
@@ -111,7 +118,7 @@ def run(build, work, seconds, spray):
                                                "--", "--port", "net_virtio_user0", "--ip", "10.0.0.1",
                                                "--client", "127.0.0.1", "--test", "write", "--size", "65536",
                                                "--qps", "1", "--tx-depth", "16", "--mtu", "1024",
-                                               "--duration", str(seconds), "--rate", "1", "--pace", "--check",
+                                               "--duration", str(seconds), *rate, "--check",
                                                "--series", series, "--series-interval-us", "50000"]
                    + common, "client")
     result = {}
@@ -126,20 +133,29 @@ def run(build, work, seconds, spray):
             if sum(tx.values()) > 5000:
                 break
             time.sleep(0.1)
+        if link_gbps:
+            # No fault: the links' rates are what is measured.
+            return finish(result, procs, client, server, s1, s2, work, seconds, series)
         time.sleep(seconds / 4)
-        first = {i: tel.query(f"/tita_switch/port,{i}")["tx_packets"] for i in (1, 2)}
-        time.sleep(0.3)
-        ports = {i: tel.query(f"/tita_switch/port,{i}") for i in (1, 2)}
-        used = max((1, 2), key=lambda i: ports[i]["tx_packets"] - first[i])
-        result["before"] = {i: ports[i]["tx_packets"] for i in (1, 2)}
-        result["faulted_port"] = used
         # tita-doctor reads everything once now and again 2 s later: the fault
         # and the QP's path change fall between its readings.
         doctor = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "ops", "tita-doctor")
         doc = subprocess.Popen([sys.executable, doctor, "diagnose", "--window", "2", "--json"]
                                + [w for p in ("s1", "s2", "tx", "rx") for w in ("--prefix", f"{tag}-{p}")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.7)
+        time.sleep(0.5)
+        # The link in use is the one that moved frames just now, and the QP's
+        # path changes so far are not the fault's: on a starved machine a stall
+        # can move the QP before the fault (path.cc, kStall), and only the
+        # changes after it are checked.
+        with Telemetry(f"{tag}-tx") as tx_tel:
+            result["path_changes_before"] = client_path_changes(tx_tel)
+        first = {i: tel.query(f"/tita_switch/port,{i}")["tx_packets"] for i in (1, 2)}
+        time.sleep(0.2)
+        ports = {i: tel.query(f"/tita_switch/port,{i}") for i in (1, 2)}
+        used = max((1, 2), key=lambda i: ports[i]["tx_packets"] - first[i])
+        result["before"] = {i: ports[i]["tx_packets"] for i in (1, 2)}
+        result["faulted_port"] = used
         result["fault_mono_ns"] = time.monotonic_ns()
         result["fault_reply"] = tel.query(f"/tita_switch/fault,{used},drop_all")
         print(f"black hole on S1 port {used} ({ports[used]['name']}) while the transfer runs; "
@@ -149,6 +165,16 @@ def run(build, work, seconds, spray):
             result["doctor"] = json.loads(out)["findings"]
         except ValueError:
             result["doctor"] = []
+        return finish(result, procs, client, server, s1, s2, work, seconds, series)
+    finally:
+        for name, p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
+def finish(result, procs, client, server, s1, s2, work, seconds, series):
+    """The client's and the server's results, then the switches' final reports."""
+    try:
         out, err = client.communicate(timeout=seconds + 120)
         with open(os.path.join(work, "client.err"), "w") as f:
             f.write(err)
@@ -170,6 +196,16 @@ def run(build, work, seconds, spray):
                 p.kill()
     result["series"] = series
     return result
+
+
+def client_path_changes(tel):
+    """The client's QP counters by reason (rte_telemetry /tita/qp), {} if unread."""
+    for eid in tel.query("/tita/engines") or []:
+        for qpn in tel.query(f"/tita/qps,{eid}") or []:
+            q = tel.query(f"/tita/qp,{eid},{qpn}") or {}
+            if "path_changes" in q:
+                return {k: v for k, v in q.items() if k.startswith("path_changes")}
+    return {}
 
 
 def drops_of(port, reason):
@@ -200,14 +236,47 @@ def plot(series, fault_mono_ns, path):
     fig.savefig(path, dpi=100)
 
 
+def rates(a):
+    """--link-gbps R: the same QP on one path (--dodge, no fault moves it) and
+    sprayed over both (--spray 2 or more), DCQCN from 4R in both runs."""
+    runs = {}
+    for spray in (0, max(a.spray, 2)):
+        work = os.path.join(a.work, f"spray{spray}")
+        r = run(a.build, work, a.seconds, spray, a.link_gbps)
+        c = r["client"]
+        s1 = r.get("s1", {}).get("ports", [])
+        runs[spray] = {"gbps": c.get("gbps", 0), "check": c.get("check"), "messages": c.get("messages"),
+                       "links_tx_packets": [s1[i]["tx_packets"] for i in (1, 2)] if len(s1) > 2 else None,
+                       "retransmitted": c.get("client", {}).get("retransmitted_packets"),
+                       "timeouts": c.get("client", {}).get("timeouts")}
+        print(f"info {'sprayed over ' + str(spray) if spray else 'one path'}: {runs[spray]}", flush=True)
+    one, many = runs[0], runs[max(a.spray, 2)]
+    for name, r in (("one path", one), ("sprayed", many)):
+        check(r["check"] == "ok" and (r["messages"] or 0) > 0, f"{name}: {r['messages']} messages, every byte "
+                                                               f"checked ({r['check']})")
+    check(one["gbps"] <= 1.05 * a.link_gbps, f"one path: {one['gbps']:.2f} Gb/s, at most its link's "
+                                             f"{a.link_gbps:g} Gb/s (the shaper holds)")
+    check(many["gbps"] >= 1.6 * a.link_gbps, f"sprayed: {many['gbps']:.2f} Gb/s, at least 80% of both links' "
+                                             f"{2 * a.link_gbps:g} Gb/s")
+    check(many["gbps"] >= 1.4 * one["gbps"], f"sprayed / one path: {many['gbps'] / max(one['gbps'], 1e-9):.2f}x")
+    with open(os.path.join(a.work, "result.json"), "w") as f:
+        json.dump({"link_gbps": a.link_gbps, "one_path": one, "sprayed": many}, f, indent=2)
+    if a.check:
+        sys.exit(1 if failures else 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("work")
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--spray", type=int, default=0)
+    ap.add_argument("--link-gbps", type=float, help="shape both links to this rate, no fault: one path against "
+                    "spraying over both")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
+    if a.link_gbps:
+        return rates(a)
     r = run(a.build, a.work, a.seconds, a.spray)
     c, s = r["client"], r["server"]
     cl, sv = c.get("client", {}), c.get("server", {})
@@ -234,7 +303,12 @@ def main():
         check("fault_port_drop" in first.get("what", ""),
               f"tita-doctor: first loss {first.get('where')}: {first.get('what')}")
     else:
-        check(cl.get("path_changes") == 1, f"the client's QP changed path once (path_changes {cl.get('path_changes')})")
+        early = r.get("path_changes_before", {})
+        if early.get("path_changes"):
+            print(f"info the client's QP changed path before the fault: {early}", flush=True)
+        moves = cl.get("path_changes", 0) - early.get("path_changes", 0)
+        check(moves == 1, f"the client's QP changed path once after the fault ({moves}; "
+                          f"{cl.get('path_changes')} in all)")
         check(sv.get("path_follows", 0) >= 1, f"the server's ACKs followed (path_follows {sv.get('path_follows')})")
         moved = [f for f in loss if "path control moved" in f["what"]]
         check("fault_port_drop" in first.get("what", "") and moved and "-tx" in moved[0]["where"],
