@@ -252,6 +252,40 @@ TEST(Spray, ALostTailIsProbedOnAnotherValueWithoutATimeout) {
   EXPECT_NE(lost_on, 0);
 }
 
+// A connection's first message, two packets, before any value has had an
+// ACK back: the first packet's data and the second's ACK vanish, and so does
+// the ACK of the probe (a third value). A probe that goes unanswered is sent
+// again on the next value, each after the probe timeout, before the
+// retransmission timeout is needed: no timeout, the message delivered. The
+// first packet, resent on the value that answered, is acknowledged on that
+// value too (not on the second packet's, kept out of order since): it is
+// dropped once, never twice.
+TEST(Spray, AnUnansweredProbeIsSentAgainOnTheNextValue) {
+  Pair p(25'000'000'000, 2'000, 1u << 20, tita_sr_attr(), 10);
+  spray_both(p, {.paths = 4});
+  const SprayInfo before = info_of(p);
+  const uint16_t data_hole = before.paths[0].udp_sport;
+  const std::set<uint16_t> ack_holes = {before.paths[1].udp_sport, before.paths[2].udp_sport};
+  uint64_t data_dropped = 0;
+  uint64_t acks_dropped = 0;
+  p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            const bool drop = is_data(f) && sport_of(f) == data_hole;
+                            data_dropped += drop;
+                            return drop;
+                          }});
+  p.net.set_faults(1, 0, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            const bool drop = ack_holes.count(sport_of(f)) > 0;
+                            acks_dropped += drop;
+                            return drop;
+                          }});
+  run_workload(p, writes(1, 2048), 1'000'000'000);
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  EXPECT_EQ(q.timeouts, 0u) << p.describe();
+  EXPECT_EQ(data_dropped, 1u);
+  EXPECT_GE(acks_dropped, 2u);
+  EXPECT_EQ(info_of(p).tail_probes, 2u);
+}
+
 // One broken link can take the data of one value and the ACKs of another.
 // Resent packets go on the value whose own ACKs come back (not the next in
 // turn, which may be the one whose ACKs vanish): no timeout, every byte.

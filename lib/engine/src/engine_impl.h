@@ -169,6 +169,7 @@ struct SprayState {
   uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
   uint64_t rack_deadline_ns = kNever;
   uint64_t probed_rack_sent_ns = UINT64_MAX;  // rack_sent_ns when the tail was last probed
+  uint32_t probes_unanswered = 0;  // probes sent since rack_sent_ns last moved
   uint64_t retired = 0;
   uint64_t replaced = 0;
   uint64_t tail_probes = 0;

@@ -85,6 +85,10 @@ struct Responder {
   Qp& qp;
   const wire::Packet& pkt;
   bool from_ooo;
+  // Kept packets run when the one that fills their gap arrives: their ACKs
+  // answer that arrival and take its UDP source port (a sprayed QP's value
+  // that works now, not the one a kept packet came on long ago).
+  uint16_t arrived_sport = 0;
   const wire::OpcodeInfo& op = *pkt.op;
   const uint32_t psn = pkt.psn();
   const uint32_t len = pkt.payload_len;
@@ -96,7 +100,7 @@ struct Responder {
     e.ce_packets = qp.ce_unacked;
     const uint8_t ttl = pkt.ip_version == 6 ? pkt.ipv6().hop_limit : pkt.ipv4().ttl;
     e.path_hops = ttl <= m.cfg.initial_ttl ? static_cast<uint8_t>(m.cfg.initial_ttl - ttl) : 0;
-    if (qp.spraying()) e.udp_sport = pkt.udp().src_port.get();
+    if (qp.spraying()) e.udp_sport = arrived_sport != 0 ? arrived_sport : pkt.udp().src_port.get();
     return e;
   }
 
@@ -485,7 +489,7 @@ void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
       const OooSlot& s = ooo[slot];
       if (wire::parse(s.frame, s.len, &kept, {.verify_icrc = false}) ==
           wire::ParseError::kOk) {
-        Responder{*this, qp, kept, true}.run();
+        Responder{*this, qp, kept, true, pkt.udp().src_port.get()}.run();
       }
     }
     ooo_release(slot);

@@ -256,13 +256,18 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     }
   }
   // The tail probe: not a loss on its path (nothing says it was lost), but
-  // resent on another one (spray_pick); once until a delivery brings news.
-  if (have_last && s.probed_rack_sent_ns != s.rack_sent_ns) {
+  // resent on another one (spray_pick). A probe that brings no news is sent
+  // again on the next value a probe timeout later (a connection's first
+  // packets have no value known to work yet, and the probe's path may be
+  // broken too), up to once per other value; then the timeout's turn.
+  if (s.probed_rack_sent_ns != s.rack_sent_ns) s.probes_unanswered = 0;
+  if (have_last && s.probes_unanswered + 1u < s.paths.size()) {
     const uint64_t due = last_sent + probe_timeout(s, cfg, wnd);
     if (due > now_ns) {
       s.rack_deadline_ns = std::min(s.rack_deadline_ns, due);
     } else {
       s.probed_rack_sent_ns = s.rack_sent_ns;
+      ++s.probes_unanswered;
       ++s.tail_probes;
       bit_set(qp.retx, last & w);
       ++qp.retx_count;
