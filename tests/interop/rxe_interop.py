@@ -277,7 +277,10 @@ def main():
     with open(os.path.join(WORK, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     if failures:
-        print(f"{len(failures)} failure(s)")
+        # Again at the end, where a truncated log still shows them.
+        print(f"{len(failures)} failure(s):")
+        for f in failures:
+            print("  " + f.splitlines()[0])
         return 1
     print("OK")
     return 0
