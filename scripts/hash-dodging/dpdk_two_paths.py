@@ -105,7 +105,7 @@ def run(build, work, seconds, spray, link_gbps=None):
     paths = ["--recovery", "sr", "--spray", str(spray), "--spray-policy", "offset"] if spray else ["--dodge", "udp_sport"]
     # Without shaped links: paced at 1 Gb/s. With them: DCQCN from twice
     # what both links carry, unpaced, finds the rate.
-    rate = (["--rate", str(4 * link_gbps), "--cc", "dcqcn"] if link_gbps else ["--rate", "1", "--pace"])
+    rate = (["--rate", str(1.9 * link_gbps), "--pace", "--cc", "none"] if link_gbps else ["--rate", "1", "--pace"])
     common = paths + ["--idle-sleep", "--base-rtt-us", "5000", "--pacing-slack-us", "200",
               "--timeout", "18",
               "--tcp-port", "18611", "--json"]
@@ -248,7 +248,9 @@ def rates(a):
         runs[spray] = {"gbps": c.get("gbps", 0), "check": c.get("check"), "messages": c.get("messages"),
                        "links_tx_packets": [s1[i]["tx_packets"] for i in (1, 2)] if len(s1) > 2 else None,
                        "retransmitted": c.get("client", {}).get("retransmitted_packets"),
-                       "timeouts": c.get("client", {}).get("timeouts")}
+                       "timeouts": c.get("client", {}).get("timeouts"),
+                       "spray_retired": c.get("client", {}).get("spray_retired"),
+                       "spray_paths": c.get("client", {}).get("spray_paths")}
         print(f"info {'sprayed over ' + str(spray) if spray else 'one path'}: {runs[spray]}", flush=True)
     one, many = runs[0], runs[max(a.spray, 2)]
     for name, r in (("one path", one), ("sprayed", many)):

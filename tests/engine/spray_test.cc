@@ -286,6 +286,45 @@ TEST(Spray, AnUnansweredProbeIsSentAgainOnTheNextValue) {
   EXPECT_EQ(info_of(p).tail_probes, 2u);
 }
 
+// Offset policy: the K values are K classes modulo K (node-disjoint paths
+// under hash-offset ECMP). A value that loses a burst is replaced within its
+// class, so the values stay on K paths; a class that keeps losing (its path
+// is broken) gives way to another, without a timeout.
+TEST(Spray, OffsetReplacesAFailedValueWithinItsClassUntilTheClassFails) {
+  for (bool permanent : {false, true}) {
+    SCOPED_TRACE(permanent ? "the class's path is broken" : "a burst lost");
+    Pair p(25'000'000'000, 2'000, 4u << 20, tita_sr_attr(), 11);
+    spray_both(p, {.paths = 2, .policy = SprayPolicy::kOffset});
+    const SprayInfo before = info_of(p);
+    // The second value's class: a fresh value (the next after the QP's K)
+    // would be of the first one's.
+    const uint16_t cls = before.paths[1].value % 2;
+    ASSERT_NE(before.paths[0].value % 2, cls);
+    int seen = 0;  // the class's data packets; from the 20th on, lost (40 of them, or all)
+    int dropped = 0;
+    p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                              if (!is_data(f) || (sport_of(f) & 0x000f) % 2 != cls) return false;
+                              const bool drop = ++seen > 20 && (permanent || dropped < 40);
+                              dropped += drop;
+                              return drop;
+                            }});
+    run_workload(p, writes(16, 16384), 1'000'000'000);
+    const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+    const SprayInfo after = info_of(p);
+    EXPECT_EQ(q.timeouts, 0u) << p.describe();
+    EXPECT_GE(after.retired, permanent ? 2u : 1u);
+    if (permanent) {
+      // Both values now in the class that works.
+      EXPECT_NE(after.paths[0].value % 2, cls);
+      EXPECT_NE(after.paths[1].value % 2, cls);
+    } else {
+      EXPECT_NE(after.paths[1].value, before.paths[1].value);
+      EXPECT_EQ(after.paths[1].value % 2, cls);  // replaced, on its own path still
+      EXPECT_EQ(after.paths[0].value, before.paths[0].value);
+    }
+  }
+}
+
 // One broken link can take the data of one value and the ACKs of another.
 // Resent packets go on the value whose own ACKs come back (not the next in
 // turn, which may be the one whose ACKs vanish): no timeout, every byte.

@@ -145,9 +145,10 @@ struct PathState {
 struct SprayPath {
   uint16_t value = 0;
   uint8_t generation = 0;  // bumped when the value is replaced: older packets are not its
+  bool class_kept = false;  // offset policy: replaced within its class (spray.cc, replace)
   uint32_t lost_in_row = 0;
   uint64_t delivered_ns = 0;       // when one of its packets was last acknowledged
-  uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged
+  uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged (or of its first)
   uint64_t echoed_ns = 0;          // when an ACK came back on it (its own: both directions work)
   SprayPathInfo stats;
 };

@@ -55,11 +55,32 @@ uint16_t unused_value(SprayState& s) {
   return s.paths.front().value;  // cannot happen: set_spray keeps paths < values
 }
 
+// Offset policy: a free value of the same class modulo K as `v` (what
+// hash-offset ECMP turns into the same next hop wherever a tier has K or a
+// divisor of K choices), searching on from v; or v itself if there is none.
+uint16_t same_class_value(const SprayState& s, uint16_t v) {
+  const uint32_t n = wire::dodge_values(s.mask);
+  const auto k = static_cast<uint32_t>(s.paths.size());
+  for (uint32_t i = 1; i < n; ++i) {
+    const auto c = static_cast<uint16_t>((v + i) % n);
+    if (c % k == v % k && !in_use(s, c) && !s.retired_values[c]) return c;
+  }
+  return v;
+}
+
 // `failed`: the value lost its packets (not just congested): not to be tried
-// again soon.
+// again soon. Under the offset policy the K values are K classes modulo K,
+// node-disjoint paths; a failed value is replaced within its class first
+// (packets late behind a queue on a busy host look lost, and a value from
+// another class would put two values on one path for good), and only if that
+// replacement fails too before delivering anything does the class give way:
+// its path is broken (a black hole), and a value of another class takes over.
 void replace(SprayState& s, SprayPath& p, bool failed) {
   if (failed) s.retired_values[p.value] = 1;
-  p.value = unused_value(s);
+  const bool keep_class = s.cfg.policy == SprayPolicy::kOffset && failed && !(p.class_kept && p.stats.delivered == 0);
+  const uint16_t same = keep_class ? same_class_value(s, p.value) : p.value;
+  p.class_kept = keep_class && same != p.value;
+  p.value = p.class_kept ? same : unused_value(s);
   ++p.generation;
   p.lost_in_row = 0;
   p.delivered_ns = p.delivered_sent_ns = p.echoed_ns = 0;
@@ -164,6 +185,10 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
   s.psn_generation[slot] = s.paths[i].generation;
   s.psn_sent_ns[slot] = now_ns;
   ++s.paths[i].stats.sent;
+  // A value is judged against packets sent a window after the last one it
+  // delivered, or, before it has delivered any, after the first it carried
+  // (spray_detect_losses): a fresh value is not given up on the clock alone.
+  if (s.paths[i].delivered_sent_ns == 0) s.paths[i].delivered_sent_ns = now_ns;
   if (s.rack_deadline_ns == kNever) {  // a later one is found when this fires
     s.rack_deadline_ns = now_ns + probe_timeout(s, cfg, reorder_window(s, cfg));
   }
