@@ -401,6 +401,7 @@ struct LinkFault
     std::string kind;
     uint32_t link = 0;
     Time at;
+    Time converge; // down: when the rest of the fabric has rerouted, after `at`
 };
 
 std::vector<LinkFault>
@@ -431,6 +432,10 @@ ParseFaults(const std::string& arg, TitaTopology* topo)
         }
         const std::string which = sp.Str("link", "core");
         f.at = NanoSeconds(f.kind == "half" ? 0 : sp.TimeNs("at", 0));
+        if (f.kind == "down")
+        {
+            f.converge = NanoSeconds(sp.TimeNs("converge", 0));
+        }
         sp.Check();
         const auto& links = topo->Links();
         if (which == "core")
@@ -485,7 +490,7 @@ ParseFaults(const std::string& arg, TitaTopology* topo)
 }
 
 void
-ApplyFaults(const TitaNetworkHelper& net, const std::vector<LinkFault>& faults)
+ApplyFaults(TitaNetworkHelper& net, const std::vector<LinkFault>& faults)
 {
     for (const LinkFault& f : faults)
     {
@@ -493,23 +498,20 @@ ApplyFaults(const TitaNetworkHelper& net, const std::vector<LinkFault>& faults)
         {
             continue; // in the topology the network was built from
         }
+        if (f.kind == "down")
+        {
+            net.WithdrawLink(f.link, f.at, f.converge);
+            continue;
+        }
         auto [a, b] = net.GetLinkDevices(f.link);
         for (const auto& d : {a, b})
         {
             auto sd = DynamicCast<TitaSwitchNetDevice>(d);
             NS_ABORT_MSG_IF(!sd, "a switch-to-switch link without switch devices");
             Ptr<TitaSwitchNode> sw = DynamicCast<TitaSwitchNode>(sd->GetNode());
-            const uint16_t port = sd->GetPort();
-            if (f.kind == "down")
-            {
-                Simulator::Schedule(f.at, &TitaSwitchNode::SetPortUp, sw, port, false);
-            }
-            else
-            {
-                ::tita::fabric::FaultConfig fc;
-                fc.drop_all = true;
-                Simulator::Schedule(f.at, &TitaSwitchNode::SetFault, sw, port, fc);
-            }
+            ::tita::fabric::FaultConfig fc;
+            fc.drop_all = true;
+            Simulator::Schedule(f.at, &TitaSwitchNode::SetFault, sw, sd->GetPort(), fc);
         }
     }
 }
@@ -585,8 +587,9 @@ main(int argc, char* argv[])
                  "INT off on some switches: all | half (every other switch of each tier) | tor | agg | core",
                  intOff);
     cmd.AddValue("fault",
-                 "';'-separated link faults, both directions: down:link=L|core,at=T (the control plane "
-                 "withdraws the link from ECMP) | blackhole:link=L|core,at=T (silently drops everything "
+                 "';'-separated link faults, both directions: down:link=L|core,at=T,converge=D (the "
+                 "switches at its ends withdraw it from ECMP at T, every other switch reroutes around it at "
+                 "T+D, default 0) | blackhole:link=L|core,at=T (silently drops everything "
                  "routed to it) | half:link=L|core (half its rate, from the start). L: a links.csv index; "
                  "core: the first link between a switch of the highest tier and another switch",
                  faultArg);

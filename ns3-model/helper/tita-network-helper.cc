@@ -201,7 +201,9 @@ TitaNetworkHelper::Build(const TitaTopology& topo)
         }
     }
     // Base RTTs count a full packet's store-and-forward per link.
-    ComputeRoutes(m_nics.empty() ? 1024 : m_nics[0]->GetFullPayloadBytes());
+    m_linkOut.assign(links.size(), 0);
+    m_routePayloadBytes = m_nics.empty() ? 1024 : m_nics[0]->GetFullPayloadBytes();
+    ComputeRoutes(m_routePayloadBytes);
     for (auto& nic : m_nics)
     {
         nic->SetAttribute("BaseRtt", TimeValue(NanoSeconds(m_maxBaseRttNs)));
@@ -247,7 +249,7 @@ TitaNetworkHelper::ComputeRoutes(uint32_t payloadBytes)
             for (const Port& p : m_ports[u])
             {
                 const uint32_t n = p.peer;
-                if (dist[n] >= 0)
+                if (dist[n] >= 0 || m_linkOut[p.link])
                 {
                     continue;
                 }
@@ -275,7 +277,7 @@ TitaNetworkHelper::ComputeRoutes(uint32_t payloadBytes)
             for (uint16_t port = 0; port < m_ports[s].size(); ++port)
             {
                 const uint32_t n = m_ports[s][port].peer;
-                const bool toward = dist[n] == dist[s] - 1 &&
+                const bool toward = dist[n] == dist[s] - 1 && !m_linkOut[m_ports[s][port].link] &&
                                     (vs[n].kind == TitaTopology::Kind::kSwitch || n == d);
                 if (toward)
                 {
@@ -311,6 +313,38 @@ TitaNetworkHelper::ComputeRoutes(uint32_t payloadBytes)
             m_switchOf[s]->AddRoute(HostAddress(h), group);
         }
     }
+}
+
+void
+TitaNetworkHelper::WithdrawLink(uint32_t link, Time at, Time converge)
+{
+    NS_ABORT_MSG_IF(link >= m_linkOut.size(), "WithdrawLink: no link " << link << " (Build first)");
+    const auto& l = m_topo.Links()[link];
+    for (uint32_t v : {l.a, l.b})
+    {
+        if (Ptr<TitaSwitchNode> sw = m_switchOf[v])
+        {
+            for (uint16_t port = 0; port < m_ports[v].size(); ++port)
+            {
+                if (m_ports[v][port].link == link)
+                {
+                    Simulator::Schedule(at, &TitaSwitchNode::SetPortUp, sw, port, false);
+                }
+            }
+        }
+    }
+    Simulator::Schedule(at + converge, &TitaNetworkHelper::Reconverge, this, link);
+}
+
+void
+TitaNetworkHelper::Reconverge(uint32_t link)
+{
+    m_linkOut[link] = 1;
+    for (const auto& sw : m_switches)
+    {
+        sw->ClearRoutes();
+    }
+    ComputeRoutes(m_routePayloadBytes);
 }
 
 TitaNetworkHelper::PathInfo

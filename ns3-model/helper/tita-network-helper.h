@@ -106,6 +106,17 @@ class TitaNetworkHelper
     /// ECMP groups that much later (the control plane's reaction).
     void SetLinkDown(uint32_t link, Time at, Time rerouteAfter);
 
+    /// Takes a link out of service as a routing protocol does: at `at` the
+    /// switches at its ends withdraw the port from their ECMP groups (frames
+    /// already queued still go out), and `converge` later every switch's
+    /// routes are computed again without the link, so that no switch keeps
+    /// sending towards one whose only way on was that link (a core switch
+    /// with one link into a pod). The link's channel stays up.
+    void WithdrawLink(uint32_t link, Time at, Time converge);
+
+    /// Whether WithdrawLink has taken the link out of the routes.
+    bool IsLinkWithdrawn(uint32_t link) const { return link < m_linkOut.size() && m_linkOut[link]; }
+
   private:
     struct Port
     {
@@ -113,6 +124,7 @@ class TitaNetworkHelper
         uint32_t peer; // vertex
     };
     void ComputeRoutes(uint32_t payloadBytes);
+    void Reconverge(uint32_t link);
 
     ObjectFactory m_nicFactory;
     ObjectFactory m_switchFactory;
@@ -128,6 +140,8 @@ class TitaNetworkHelper
     // Routes: per switch vertex, the ECMP group index towards each host.
     std::vector<std::vector<int32_t>> m_route;
     std::vector<std::vector<std::vector<uint16_t>>> m_groups;
+    std::vector<uint8_t> m_linkOut; // per link: withdrawn from the routes (WithdrawLink)
+    uint32_t m_routePayloadBytes = 1024;
     uint64_t m_maxBaseRttNs = 0;
     bool m_names = false;
     std::string m_intOff;

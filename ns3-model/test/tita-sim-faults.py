@@ -49,7 +49,8 @@ def rows(out, f):
 for arg, want in (("--fault=melt:link=core", "unknown kind 'melt'"),
                   ("--fault=blackhole:link=191,at=1us", "has a host end"),
                   ("--fault=down:link=100000", "is not core or a link index below"),
-                  ("--fault=blackhole:link=core,when=3", "when")):
+                  ("--fault=blackhole:link=core,when=3", "when"),
+                  ("--fault=blackhole:link=core,converge=1us", "converge")):
     _, err = sim("bad", "--workload=alltoall:ranks=4,bytes=64K", arg, expect=2)
     lines = [l for l in err.splitlines() if l.strip()]
     check(len(lines) == 1 and want in lines[0] and lines[0].startswith("tita-sim: "), f"{arg}: {lines[-1:]}")
@@ -58,7 +59,8 @@ a2a = "--workload=alltoall:ranks=all,bytes=256K"
 out, _ = sim("bh-spray", a2a, "--fault=blackhole:link=core,at=5us", "--stop=50ms", *SPRAY)
 s = json.load(open(os.path.join(out, "summary.json")))
 co = rows(out, "collectives.csv")[0]
-check(s["switch_drops"] > 0 and s["flows_finished"] == s["flows_started"] and co["done"] == "1",
+check(s["switch_drops"] > 0 and s["flows_finished"] == s["flows_started"] and co["done"] == "1"
+      and s["qp_timeouts"] == 0,
       f"black hole, spraying: {s['flows_finished']}/{s['flows_started']} messages, {s['switch_drops']} dropped, "
       f"{s['qp_timeouts']} timeouts, All-to-All {int(co['duration_ns']) / 1e3:.1f} us (ideal "
       f"{int(co['ideal_ns']) / 1e3:.1f})")
@@ -66,6 +68,14 @@ out, _ = sim("bh-ecmp", a2a, "--fault=blackhole:link=core,at=5us", "--stop=50ms"
 s = json.load(open(os.path.join(out, "summary.json")))
 check(s["switch_drops"] > 0 and s["flows_finished"] < s["flows_started"],
       f"black hole, per-flow ECMP: {s['flows_finished']}/{s['flows_started']} messages by 50 ms")
+
+# A link taken down mid-run: its ends withdraw it and the fabric reroutes
+# (WithdrawLink), so even per-flow ECMP loses no QP to it.
+out, _ = sim("down-ecmp", a2a, "--fault=down:link=core,at=5us", "--stop=50ms")
+s = json.load(open(os.path.join(out, "summary.json")))
+check(s["flows_finished"] == s["flows_started"] and s["qp_timeouts"] == 0,
+      f"link down at 5 us, per-flow ECMP: {s['flows_finished']}/{s['flows_started']} messages, "
+      f"{s['qp_timeouts']} timeouts, {s['switch_drops']} dropped")
 
 out, _ = sim("down", a2a, "--fault=down:link=core", "--series=10us")
 links = rows(out, "links.csv")
