@@ -114,9 +114,6 @@ class TitaNetworkHelper
     /// with one link into a pod). The link's channel stays up.
     void WithdrawLink(uint32_t link, Time at, Time converge);
 
-    /// Whether WithdrawLink has taken the link out of the routes.
-    bool IsLinkWithdrawn(uint32_t link) const { return link < m_linkOut.size() && m_linkOut[link]; }
-
   private:
     struct Port
     {
