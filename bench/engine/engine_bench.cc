@@ -201,6 +201,7 @@ void BM_QpMemory(benchmark::State& state) {
     state.counters["rss_bytes_per_qp"] = static_cast<double>(after - before) * 1024.0 / n;
   }
   state.counters["qp_state_bytes"] = static_cast<double>(Engine::qp_state_bytes());
+  state.counters["qp_hot_bytes"] = static_cast<double>(Engine::qp_hot_bytes());
 }
 BENCHMARK(BM_QpMemory)->Arg(1000)->Arg(10000)->Arg(65536)->Iterations(1)->Unit(benchmark::kMillisecond);
 

@@ -1,4 +1,7 @@
-// The completer: what a requester does with ACKs, NAKs, READ responses and CNPs.
+// The completer: what a requester does with ACKs, NAKs, READ responses and
+// CNPs, and when nothing comes back (the retransmission timer, RNR waits). It
+// writes qp.comp (qp.h); what is to be sent again it asks of the requester
+// (rewind, mark_lost).
 //
 // Work requests complete strictly in order. An ACK for PSN a acknowledges every
 // request packet up to a; a NAK for PSN p acknowledges everything before p. READ
@@ -33,17 +36,17 @@ struct Completer {
       m.complete(qp.send_cq, {w.wr_id, WcStatus::kSuccess, wc_opcode(w.opcode), false,
                               w.needs_response() ? w.length : 0, 0, qp.qpn});
     }
-    if (w.needs_response()) --qp.reads_outstanding;
-    qp.sq_head = (qp.sq_head + 1) & mask();
+    if (w.needs_response()) ++qp.comp.reads_retired;
+    qp.comp.sq_head = (qp.comp.sq_head + 1) & mask();
   }
 
   // Ask a READ again from its first missing response (an atomic: again).
   void retry_read(const SendWqe& w) {
     const uint32_t missing = psn_add(w.first_psn, w.read_pkts);
-    if (qp.read_retry_armed && qp.read_retry_psn == missing) return;  // already asked
-    if (qp.path) ++qp.path->round_lost;
-    qp.read_retry_armed = true;
-    qp.read_retry_psn = missing;
+    if (qp.comp.read_retry_armed && qp.comp.read_retry_psn == missing) return;  // already asked
+    if (qp.cold.path) ++qp.cold.path->round_lost;
+    qp.comp.read_retry_armed = true;
+    qp.comp.read_retry_psn = missing;
     m.rewind(qp, missing);
   }
 
@@ -51,9 +54,9 @@ struct Completer {
   // payload bytes newly acknowledged.
   uint64_t acknowledge_through(uint32_t a) {
     uint32_t una = psn_add(a, 1);
-    if (!psn_after(una, qp.snd_una) || psn_after(una, qp.snd_max)) return 0;  // old or bogus
-    while (qp.sq_head != qp.sq_tail) {
-      const SendWqe& w = qp.sq[qp.sq_head];
+    if (!psn_after(una, qp.comp.snd_una) || psn_after(una, qp.req.snd_max)) return 0;  // old or bogus
+    while (qp.comp.sq_head != qp.req.sq_tail) {
+      const SendWqe& w = qp.req.sq[qp.comp.sq_head];
       if (!w.started) break;
       if (w.needs_response()) {
         if (w.read_pkts == w.npkts) {
@@ -73,30 +76,20 @@ struct Completer {
       }
       break;
     }
-    if (!psn_after(una, qp.snd_una)) return 0;
-    const uint32_t old_una = qp.snd_una;
-    const uint64_t old_bytes = qp.una_bytes;
-    qp.snd_una = una;
-    qp.una_bytes = m.seq_position(qp, una);
-    if (psn_before(qp.snd_nxt, una)) {  // a go-back-N rewind went below what is now acknowledged
-      qp.sq_next = m.wqe_index_of(qp, una);  // before snd_nxt moves: the lookup trusts it
-      qp.snd_nxt = una;
-      qp.nxt_bytes = qp.una_bytes;
-    }
+    if (!psn_after(una, qp.comp.snd_una)) return 0;
+    const uint32_t old_una = qp.comp.snd_una;
+    const uint64_t old_bytes = qp.comp.una_bytes;
+    qp.comp.snd_una = una;
+    qp.comp.una_bytes = m.seq_position(qp, una);
+    m.on_una(qp, old_una);
     if (qp.selective()) {
-      for (uint32_t p = old_una; p != una; p = psn_add(p, 1)) {
-        const uint32_t bit = p & (m.cfg.sr_window - 1);
-        if (bit_test(qp.retx, bit)) --qp.retx_count;
-        bit_clear(qp.retx, bit);
-        bit_clear(qp.sacked, bit);
-        bit_clear(qp.retx_done, bit);
-      }
+      for (uint32_t p = old_una; p != una; p = psn_add(p, 1)) bit_clear(qp.cold.sacked, p & (m.cfg.sr_window - 1));
     }
-    qp.rnr_left = qp.attr.rnr_retry;
-    qp.read_retry_armed = false;
+    qp.comp.rnr_left = qp.cold.attr.rnr_retry;
+    qp.comp.read_retry_armed = false;
     m.arm_rto(qp);
-    const uint64_t acked = qp.una_bytes - old_bytes;
-    if (qp.path) m.path_on_una(qp);
+    const uint64_t acked = qp.comp.una_bytes - old_bytes;
+    if (qp.cold.path) m.path_on_una(qp);
     return acked;
   }
 
@@ -104,28 +97,28 @@ struct Completer {
   // snd_una cannot move (a READ before a still misses responses): the retry
   // budget and the timeout backoff start over.
   void responder_progress(uint32_t a) {
-    if (!psn_after(a, qp.acked_psn) || !psn_before(a, qp.snd_max)) return;
-    qp.acked_psn = a;
-    qp.retry_left = qp.attr.retry_cnt;
-    qp.backoff = 0;
-    if (qp.path) m.path_on_progress(qp);
+    if (!psn_after(a, qp.comp.acked_psn) || !psn_before(a, qp.req.snd_max)) return;
+    qp.comp.acked_psn = a;
+    qp.comp.retry_left = qp.cold.attr.retry_cnt;
+    qp.comp.backoff = 0;
+    if (qp.cold.path) m.path_on_progress(qp);
   }
 
   // Feeds the congestion control with what an ACK carried.
   void feed_cc(const wire::Packet& pkt, uint64_t acked_bytes, uint32_t acked_packets) {
     cc::AckSample s;
     s.acked_bytes = acked_bytes;
-    s.ack_seq_bytes = qp.una_bytes;
-    s.next_seq_bytes = qp.max_bytes;
+    s.ack_seq_bytes = qp.comp.una_bytes;
+    s.next_seq_bytes = qp.req.max_bytes;
     s.inflight_bytes = qp.inflight_bytes();
     s.acked_packets = acked_packets;
     bool sampled = false;
     if (const wire::TelemetryHdr* t = pkt.telemetry(); t != nullptr && t->echo()) {
       sampled = true;
-      qp.probe_armed = false;  // a probe sent before we knew the peer echoes
+      qp.cold.probe.armed = false;  // a probe sent before we knew the peer echoes
       s.rtt_ns = static_cast<uint32_t>(m.now_ns) - t->ts_ns.get();
       s.ce_packets = t->ce_packets;
-      qp.counters.ce_echoed += t->ce_packets;
+      qp.cold.counters.ce_echoed += t->ce_packets;
       s.n_hops = t->hops();
       s.int_partial = t->overflow() || t->path_hops > t->hops();
       const wire::TelemetryHop* h = wire::telemetry_hops(t);
@@ -135,27 +128,27 @@ struct Completer {
         s.hops[i].tx_bytes = h[i].tx_bytes.get();
         s.hops[i].qlen_bytes = h[i].qlen_bytes.get();
       }
-    } else if (qp.probe_armed && psn_before(qp.probe_psn, qp.snd_una)) {
+    } else if (qp.cold.probe.armed && psn_before(qp.cold.probe.psn, qp.comp.snd_una)) {
       // No echo: the ACK of our probe is the sample (it holds the responder's
       // ACK turnaround, as a NIC's completion timestamps do).
-      s.rtt_ns = static_cast<uint32_t>(std::clamp<uint64_t>(m.now_ns - qp.probe_sent_ns, 1, UINT32_MAX));
-      qp.probe_armed = false;
+      s.rtt_ns = static_cast<uint32_t>(std::clamp<uint64_t>(m.now_ns - qp.cold.probe.sent_ns, 1, UINT32_MAX));
+      qp.cold.probe.armed = false;
       sampled = true;
     }
     if (sampled) {
-      ++qp.counters.rtt_samples;
-      qp.counters.last_rtt_ns = s.rtt_ns;
-      qp.counters.int_records_received += s.n_hops;
-      if (qp.path) {
+      ++qp.cold.counters.rtt_samples;
+      qp.cold.counters.last_rtt_ns = s.rtt_ns;
+      qp.cold.counters.int_records_received += s.n_hops;
+      if (qp.cold.path) {
         m.path_on_rtt(qp, s.rtt_ns);
         bool queued = s.ce_packets > 0;
-        for (int i = 0; i < s.n_hops; ++i) queued |= s.hops[i].qlen_bytes >= qp.path->cfg.int_queue_bytes;
+        for (int i = 0; i < s.n_hops; ++i) queued |= s.hops[i].qlen_bytes >= qp.cold.path->cfg.int_queue_bytes;
         if (queued) m.path_on_congestion(qp);
       }
     }
     qp.flow.on_ack(m.now_ns, s);
     if (cc::np_ack_is_cnp(m.cfg.np, s)) [[unlikely]] {
-      ++qp.counters.cnps_received;
+      ++qp.cold.counters.cnps_received;
       qp.flow.on_cnp(m.now_ns);
     }
   }
@@ -163,7 +156,7 @@ struct Completer {
   // The send WR holding psn (for NAK errors), or the oldest.
   uint32_t failed_wqe(uint32_t psn) const {
     const uint32_t i = m.wqe_index_of(qp, psn);
-    return i == qp.sq_tail ? qp.sq_head : i;
+    return i == qp.req.sq_tail ? qp.comp.sq_head : i;
   }
 
   // Spraying: which paths delivered [from, snd_una) and the triggering packet
@@ -177,8 +170,8 @@ struct Completer {
       ce = t->ce_packets;
       rtt = static_cast<uint32_t>(static_cast<uint32_t>(m.now_ns) - t->ts_ns.get());
     }
-    m.spray_delivered(qp, from, qp.snd_una, trigger, ce, rtt);
-    if (!psn_before(trigger, qp.snd_una) && psn_before(trigger, qp.snd_max)) {
+    m.spray_delivered(qp, from, qp.comp.snd_una, trigger, ce, rtt);
+    if (!psn_before(trigger, qp.comp.snd_una) && psn_before(trigger, qp.req.snd_max)) {
       m.spray_delivered(qp, trigger, psn_add(trigger, 1), trigger, ce, rtt);
     }
     m.spray_detect_losses(qp);
@@ -187,34 +180,34 @@ struct Completer {
   void on_ack(const wire::Packet& pkt) {
     const uint8_t syndrome = pkt.aeth()->syndrome;
     const uint32_t psn = pkt.psn();
-    const uint32_t una_before = qp.snd_una;
+    const uint32_t una_before = qp.comp.snd_una;
     const bool nak = wire::aeth::type(syndrome) != wire::aeth::kAck;
     responder_progress(nak ? psn_add(psn, wire::kPsnMask) : psn);
     switch (wire::aeth::type(syndrome)) {
       case wire::aeth::kAck: {
-        ++qp.counters.acks_received;
+        ++qp.cold.counters.acks_received;
         const uint64_t bytes = acknowledge_through(psn);
-        if (qp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.snd_una, una_before));
+        if (qp.comp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.comp.snd_una, una_before));
         if (qp.spraying()) spray_update(pkt, una_before, psn);
         return;
       }
       case wire::aeth::kRnrNak: {
-        ++qp.counters.rnr_nak_received;
+        ++qp.cold.counters.rnr_nak_received;
         acknowledge_through(psn_add(psn, wire::kPsnMask));
-        if (qp.rnr_left == 0) {
+        if (qp.comp.rnr_left == 0) {
           m.to_error(qp, WcStatus::kRnrRetryExcErr, failed_wqe(psn));
           return;
         }
-        if (qp.attr.rnr_retry != 7) --qp.rnr_left;  // 7: retry forever
-        qp.rnr_deadline_ns = m.now_ns + wire::aeth::rnr_timer_ns(wire::aeth::value(syndrome));
-        qp.rnr_psn = psn;
+        if (qp.cold.attr.rnr_retry != 7) --qp.comp.rnr_left;  // 7: retry forever
+        qp.comp.rnr_deadline_ns = m.now_ns + wire::aeth::rnr_timer_ns(wire::aeth::value(syndrome));
+        qp.comp.rnr_psn = psn;
         // The responder is alive and asked us to wait: the transport timer
         // stops (the resend restarts it) and the retry budget starts over, so
         // RNR waits never count as timeouts, however long (rnr_retry 7: forever).
-        qp.rto_deadline_ns = kNever;
-        qp.retry_left = qp.attr.retry_cnt;
-        qp.backoff = 0;
-        if (qp.path) qp.path->progress_ns = m.now_ns;
+        qp.comp.rto_deadline_ns = kNever;
+        qp.comp.retry_left = qp.cold.attr.retry_cnt;
+        qp.comp.backoff = 0;
+        if (qp.cold.path) qp.cold.path->progress_ns = m.now_ns;
         return;
       }
       case wire::aeth::kNak:
@@ -228,18 +221,18 @@ struct Completer {
       WcStatus status = WcStatus::kRemOpErr;
       if (code == wire::aeth::kNakRemoteAccessError) {
         status = WcStatus::kRemAccessErr;
-        ++qp.counters.nak_access_received;
+        ++qp.cold.counters.nak_access_received;
       } else if (code == wire::aeth::kNakInvalidRequest) {
         status = WcStatus::kRemInvReqErr;
-        ++qp.counters.nak_invalid_received;
+        ++qp.cold.counters.nak_invalid_received;
       }
       acknowledge_through(psn_add(psn, wire::kPsnMask));
       m.to_error(qp, status, failed_wqe(psn));
       return;
     }
-    ++qp.counters.nak_seq_received;
+    ++qp.cold.counters.nak_seq_received;
     const uint64_t bytes = acknowledge_through(psn_add(psn, wire::kPsnMask));
-    if (qp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.snd_una, una_before));
+    if (qp.comp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.comp.snd_una, una_before));
     const wire::TelemetryHdr* t = pkt.telemetry();
     const wire::TelemetrySack* sack = t ? wire::telemetry_sack(t) : nullptr;
     if (qp.selective() && sack != nullptr) {
@@ -247,60 +240,56 @@ struct Completer {
       // rule); resend each once until a timeout says otherwise. Sprayed
       // packets overtake each other: RACK decides instead (spray.cc).
       const uint32_t got = sack->psn.get() & wire::kPsnMask;
-      const bool valid = !psn_before(got, qp.snd_una) && psn_before(got, qp.snd_max);
+      const bool valid = !psn_before(got, qp.comp.snd_una) && psn_before(got, qp.req.snd_max);
       const uint32_t w = m.cfg.sr_window - 1;
-      if (valid) bit_set(qp.sacked, got & w);
+      if (valid) bit_set(qp.cold.sacked, got & w);
       if (qp.spraying()) {
-        spray_update(pkt, una_before, valid ? got : qp.snd_max);
+        spray_update(pkt, una_before, valid ? got : qp.req.snd_max);
         return;
       }
       if (!valid) return;
       uint64_t lost = 0;
       for (uint32_t p = psn; psn_before(p, got); p = psn_add(p, 1)) {
-        const uint32_t bit = p & w;
-        if (bit_test(qp.sacked, bit) || bit_test(qp.retx_done, bit) || bit_test(qp.retx, bit)) continue;
-        bit_set(qp.retx, bit);
-        ++qp.retx_count;
-        lost += qp.mtu();
+        if (!bit_test(qp.cold.sacked, p & w) && m.mark_lost(qp, p)) lost += qp.mtu();
       }
       if (lost > 0) {
-        if (qp.path) qp.path->round_lost += static_cast<uint32_t>(lost / qp.mtu());
+        if (qp.cold.path) qp.cold.path->round_lost += static_cast<uint32_t>(lost / qp.mtu());
         qp.flow.on_loss(m.now_ns, {lost, qp.inflight_bytes()});
       }
       return;
     }
     // Go-back-N (or a peer that sends no SACK): resend from the gap.
-    if (qp.retry_left == 0) {
+    if (qp.comp.retry_left == 0) {
       m.to_error(qp, WcStatus::kRetryExcErr, failed_wqe(psn));
       return;
     }
-    --qp.retry_left;
-    if (qp.path) ++qp.path->round_lost;
-    qp.flow.on_loss(m.now_ns, {qp.nxt_bytes - qp.una_bytes, qp.inflight_bytes()});
+    --qp.comp.retry_left;
+    if (qp.cold.path) ++qp.cold.path->round_lost;
+    qp.flow.on_loss(m.now_ns, {qp.req.nxt_bytes - qp.comp.una_bytes, qp.inflight_bytes()});
     m.rewind(qp, psn);
   }
 
   // READ responses and atomic acknowledgements: they come in PSN order for the
   // oldest READ or atomic still missing some.
   void on_response(const wire::Packet& pkt) {
-    uint32_t i = qp.sq_head;
-    while (i != qp.sq_tail && qp.sq[i].started &&
-           !(qp.sq[i].needs_response() && qp.sq[i].read_pkts < qp.sq[i].npkts)) {
+    uint32_t i = qp.comp.sq_head;
+    while (i != qp.req.sq_tail && qp.req.sq[i].started &&
+           !(qp.req.sq[i].needs_response() && qp.req.sq[i].read_pkts < qp.req.sq[i].npkts)) {
       i = (i + 1) & mask();
     }
-    if (i == qp.sq_tail || !qp.sq[i].started) {
-      ++qp.counters.duplicates_received;
+    if (i == qp.req.sq_tail || !qp.req.sq[i].started) {
+      ++qp.cold.counters.duplicates_received;
       return;
     }
-    SendWqe& w = qp.sq[i];
+    SendWqe& w = qp.req.sq[i];
     const uint32_t expected = psn_add(w.first_psn, w.read_pkts);
     const int32_t d = psn_diff(pkt.psn(), expected);
     if (d < 0) {
-      ++qp.counters.duplicates_received;
+      ++qp.cold.counters.duplicates_received;
       return;
     }
     if (d > 0) {
-      ++qp.counters.out_of_order_received;
+      ++qp.cold.counters.out_of_order_received;
       retry_read(w);
       return;
     }
@@ -344,9 +333,9 @@ struct Completer {
       left -= take;
       skip = 0;
     }
-    qp.counters.rx_payload_bytes += want;
+    qp.cold.counters.rx_payload_bytes += want;
     ++w.read_pkts;
-    qp.read_retry_armed = false;
+    qp.comp.read_retry_armed = false;
     if (w.read_pkts == w.npkts) acknowledge_through(past_response(w));
   }
 
@@ -360,7 +349,7 @@ struct Completer {
     }
     if (uint8_t* dst = mr->at(w.sge[0].addr)) std::memcpy(dst, &orig, sizeof orig);
     w.read_pkts = 1;
-    qp.read_retry_armed = false;
+    qp.comp.read_retry_armed = false;
     acknowledge_through(past_response(w));
   }
 
@@ -368,7 +357,7 @@ struct Completer {
   // move: past it, and past what the responder already acknowledged beyond it
   // (those WRs waited only for this one).
   uint32_t past_response(const SendWqe& w) const {
-    return psn_after(qp.acked_psn, w.last_psn()) ? qp.acked_psn : w.last_psn();
+    return psn_after(qp.comp.acked_psn, w.last_psn()) ? qp.comp.acked_psn : w.last_psn();
   }
 };
 
@@ -385,9 +374,70 @@ void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
 }
 
 void Engine::Impl::on_cnp(Qp& qp) {
-  ++qp.counters.cnps_received;
-  if (qp.path) path_on_congestion(qp);
+  ++qp.cold.counters.cnps_received;
+  if (qp.cold.path) path_on_congestion(qp);
   qp.flow.on_cnp(now_ns);
+}
+
+void Engine::Impl::arm_rto(Qp& qp) {
+  if (qp.comp.snd_una == qp.req.snd_max || qp.cold.attr.timeout == 0) {
+    qp.comp.rto_deadline_ns = kNever;
+    return;
+  }
+  // Local ACK timeout: 4.096 us * 2^timeout, doubled per consecutive timeout.
+  const uint32_t shift = std::min<uint32_t>(qp.cold.attr.timeout + qp.comp.backoff, 31);
+  qp.comp.rto_deadline_ns = now_ns + (uint64_t{4096} << shift);
+}
+
+void Engine::Impl::on_timeout(Qp& qp) {
+  qp.comp.rto_deadline_ns = kNever;
+  if (qp.comp.snd_una == qp.req.snd_max) return;
+  ++qp.cold.counters.timeouts;
+  if (qp.comp.retry_left == 0) {
+    to_error(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  --qp.comp.retry_left;
+  qp.comp.backoff = static_cast<uint8_t>(std::min(qp.comp.backoff + 1, 8));
+  qp.comp.read_retry_armed = false;
+  qp.flow.on_timeout(now_ns);
+  // Resend everything unacknowledged; selective repeat forgets its SACKs
+  // and what it resent too, since the receiver may have dropped what it kept.
+  std::fill(qp.cold.sacked.begin(), qp.cold.sacked.end(), 0);
+  // A READ that got part of its responses is asked again from the first one
+  // missing, not from its start: a responder need not answer a repeated READ
+  // that starts before what it last served (Linux rxe does not).
+  uint32_t from = qp.comp.snd_una;
+  if (const uint32_t i = wqe_index_of(qp, from); i != qp.req.sq_tail) {
+    const SendWqe& w = qp.req.sq[i];
+    if (w.started && w.is_read() && w.read_pkts > 0 && w.first_psn == from) from = psn_add(from, w.read_pkts);
+  }
+  rewind(qp, from, /*forget_resent=*/true);
+  if (qp.spraying()) {
+    // The timeout that just ran (backoff was raised above for the next one).
+    const uint64_t waited = uint64_t{4096} << std::min<uint32_t>(qp.cold.attr.timeout + qp.comp.backoff - 1, 31);
+    spray_on_timeout(qp, now_ns - std::min(now_ns, waited));
+  }
+  arm_rto(qp);
+  if (qp.cold.path) path_on_timeout(qp);
+}
+
+void Engine::Impl::on_rnr_wait_over(Qp& qp) {
+  qp.comp.rnr_deadline_ns = kNever;
+  rewind(qp, qp.comp.rnr_psn);
+  if (qp.cold.path) qp.cold.path->progress_ns = now_ns;  // the wait was the responder's request, not a stall
+}
+
+void Engine::Impl::probe_sent(Qp& qp, uint32_t psn) {
+  RttProbe& p = qp.cold.probe;
+  if (qp.peer_tita || p.armed) return;  // a tita peer echoes a timestamp in every ACK
+  p.armed = true;
+  p.psn = psn;
+  p.sent_ns = now_ns;
+}
+
+void Engine::Impl::probe_void_from(Qp& qp, uint32_t psn) {
+  if (qp.cold.probe.armed && !psn_before(qp.cold.probe.psn, psn)) qp.cold.probe.armed = false;
 }
 
 }  // namespace tita::engine

@@ -87,6 +87,7 @@ Engine::~Engine() = default;
 const EngineConfig& Engine::config() const { return impl_->cfg; }
 const EngineCounters& Engine::counters() const { return impl_->counters; }
 size_t Engine::qp_state_bytes() { return sizeof(Qp); }
+size_t Engine::qp_hot_bytes() { return sizeof(QpHot); }
 
 // ---------------------------------------------------------------- resources
 
@@ -252,23 +253,24 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   qp->pd = pd;
   qp->send_cq = a.send_cq;
   qp->recv_cq = a.recv_cq;
-  qp->sq_sig_all = a.sq_sig_all;
-  qp->max_sge = static_cast<uint8_t>(a.max_sge);
+  qp->cold.sq_sig_all = a.sq_sig_all;
+  qp->cold.max_sge = static_cast<uint8_t>(a.max_sge);
   qp->valid = true;
   // The rings hold one slot more than asked (full and empty differ); what the
   // QP can hold is reported back, as a provider rounds ibv_qp_cap up.
-  qp->sq.resize(std::bit_ceil(a.max_send_wr + 1));
-  qp->rq.resize(std::bit_ceil(a.max_recv_wr + 1));
+  qp->cold.sq_ring.resize(std::bit_ceil(a.max_send_wr + 1));
+  qp->cold.rq_ring.resize(std::bit_ceil(a.max_recv_wr + 1));
+  qp->bind();
   a.max_send_wr = qp->sq_size() - 1;
-  a.max_recv_wr = static_cast<uint32_t>(qp->rq.size() - 1);
+  a.max_recv_wr = qp->rq_size() - 1;
   if (a.max_inline_data > 0) a.max_inline_data = (a.max_inline_data + 63) & ~63u;
-  qp->init = a;
-  qp->inline_buf.resize(size_t{qp->sq_size()} * a.max_inline_data);
+  qp->cold.init = a;
+  qp->cold.inline_buf.resize(size_t{qp->sq_size()} * a.max_inline_data);
   const uint32_t words = m.cfg.sr_window / 64;
-  qp->sacked.assign(words, 0);
-  qp->retx.assign(words, 0);
-  qp->retx_done.assign(words, 0);
-  qp->cc_params = &m.cc_params.front().second;  // "none" until set_cc
+  qp->cold.sacked.assign(words, 0);
+  qp->cold.retx.assign(words, 0);
+  qp->cold.retx_done.assign(words, 0);
+  qp->cold.cc_params = &m.cc_params.front().second;  // "none" until set_cc
   m.init_flow(*qp);
   m.path_init(*qp, m.cfg.path);
   if (check_spray(m.cfg.spray, m.cfg.path, nullptr) == 0) m.spray_init(*qp, m.cfg.spray);
@@ -485,7 +487,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   }
 
   // ---- apply
-  QpAttr& q = qp->attr;
+  QpAttr& q = qp->cold.attr;
   if (mask & kQpAccessFlags) q.qp_access_flags = a.qp_access_flags;
   if (mask & kQpPkeyIndex) q.pkey_index = a.pkey_index;
   if (mask & kQpPort) q.port_num = a.port_num;
@@ -498,35 +500,36 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpDestQpn) q.dest_qp_num = a.dest_qp_num;
   if (mask & kQpRqPsn) {
     q.rq_psn = a.rq_psn & wire::kPsnMask;
-    qp->epsn = q.rq_psn;
+    qp->resp.epsn = q.rq_psn;
   }
   if (mask & kQpMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
   if (mask & kQpMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
   if (mask & kQpSqPsn) {
     q.sq_psn = a.sq_psn & wire::kPsnMask;
-    qp->snd_una = qp->snd_nxt = qp->snd_max = q.sq_psn;
-    qp->acked_psn = wire::psn_add(q.sq_psn, wire::kPsnMask);
+    qp->comp.snd_una = qp->req.snd_nxt = qp->req.snd_max = q.sq_psn;
+    qp->comp.acked_psn = wire::psn_add(q.sq_psn, wire::kPsnMask);
   }
   if (mask & kQpTimeout) q.timeout = a.timeout;
-  if (mask & kQpRetryCnt) q.retry_cnt = qp->retry_left = a.retry_cnt;
-  if (mask & kQpRnrRetry) q.rnr_retry = qp->rnr_left = a.rnr_retry;
+  if (mask & kQpRetryCnt) q.retry_cnt = qp->comp.retry_left = a.retry_cnt;
+  if (mask & kQpRnrRetry) q.rnr_retry = qp->comp.rnr_left = a.rnr_retry;
   if (mask & kQpMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
   if (mask & kQpRecovery) {
     q.recovery = a.recovery;
     q.peer_tita = a.peer_tita;
+    qp->sr = a.recovery == Recovery::kSelectiveRepeat;
   }
 
   if (to == QpState::kRtr && from == QpState::kInit) {
-    qp->udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp->qpn, q.dest_qp_num);
+    qp->cold.udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp->qpn, q.dest_qp_num);
     qp->loopback = m.cfg.loopback && q.ah_attr.dgid == m.cfg.gid;
     if (q.peer_tita) qp->peer_tita = true;
     qp->state = QpState::kRtr;
     m.resolve(*qp);      // the peer's MAC: given, known, or asked for by ARP
     m.path_at_rtr(*qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
-    if (qp->spray) m.spray_init(*qp, qp->spray->cfg);  // its values start from the port's
-    qp->reads.assign(q.max_dest_rd_atomic, ReadJob{});
-    qp->atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
-    qp->atomic_next = 0;
+    if (qp->cold.spray) m.spray_init(*qp, qp->cold.spray->cfg);  // its values start from the port's
+    qp->cold.reads.assign(q.max_dest_rd_atomic, ReadJob{});
+    qp->cold.atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
+    qp->cold.atomic_next = 0;
     m.init_flow(*qp);
     if (q.recovery == Recovery::kSelectiveRepeat) m.ooo_reserve(*qp);
   }
@@ -542,15 +545,16 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     // Back to a fresh QP with the same number, queues and creation attributes;
     // everything posted is gone without completions, as IBA's RESET says.
     auto fresh = std::make_unique<Qp>();
-    std::swap(fresh->sq, qp->sq);
-    std::swap(fresh->rq, qp->rq);
-    std::swap(fresh->sacked, qp->sacked);
-    std::swap(fresh->retx, qp->retx);
-    std::swap(fresh->retx_done, qp->retx_done);
-    std::swap(fresh->inline_buf, qp->inline_buf);
-    std::fill(fresh->sacked.begin(), fresh->sacked.end(), 0);
-    std::fill(fresh->retx.begin(), fresh->retx.end(), 0);
-    std::fill(fresh->retx_done.begin(), fresh->retx_done.end(), 0);
+    std::swap(fresh->cold.sq_ring, qp->cold.sq_ring);
+    std::swap(fresh->cold.rq_ring, qp->cold.rq_ring);
+    fresh->bind();
+    std::swap(fresh->cold.sacked, qp->cold.sacked);
+    std::swap(fresh->cold.retx, qp->cold.retx);
+    std::swap(fresh->cold.retx_done, qp->cold.retx_done);
+    std::swap(fresh->cold.inline_buf, qp->cold.inline_buf);
+    std::fill(fresh->cold.sacked.begin(), fresh->cold.sacked.end(), 0);
+    std::fill(fresh->cold.retx.begin(), fresh->cold.retx.end(), 0);
+    std::fill(fresh->cold.retx_done.begin(), fresh->cold.retx_done.end(), 0);
     m.drop_ooo(*qp);
     m.wheel.cancel(qp->index);
     fresh->index = qp->index;
@@ -558,15 +562,15 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     fresh->pd = qp->pd;
     fresh->send_cq = qp->send_cq;
     fresh->recv_cq = qp->recv_cq;
-    fresh->sq_sig_all = qp->sq_sig_all;
-    fresh->max_sge = qp->max_sge;
-    fresh->init = qp->init;
+    fresh->cold.sq_sig_all = qp->cold.sq_sig_all;
+    fresh->cold.max_sge = qp->cold.max_sge;
+    fresh->cold.init = qp->cold.init;
     fresh->valid = true;
     fresh->in_ready = qp->in_ready;
-    fresh->cc_params = qp->cc_params;
+    fresh->cold.cc_params = qp->cold.cc_params;
     m.init_flow(*fresh);
-    m.path_init(*fresh, qp->path ? qp->path->cfg : PathConfig{});
-    if (qp->spray) m.spray_init(*fresh, qp->spray->cfg);  // configuration survives RESET, state does not
+    m.path_init(*fresh, qp->cold.path ? qp->cold.path->cfg : PathConfig{});
+    if (qp->cold.spray) m.spray_init(*fresh, qp->cold.spray->cfg);  // configuration survives RESET, state does not
     m.qps[qp->index] = std::move(fresh);
     return 0;
   }
@@ -578,7 +582,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
 int Engine::query_qp(uint32_t qp_num, QpAttr* attr) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
   if (qp == nullptr) return -EINVAL;
-  *attr = qp->attr;
+  *attr = qp->cold.attr;
   attr->qp_state = attr->cur_qp_state = qp->state;
   return 0;
 }
@@ -586,7 +590,7 @@ int Engine::query_qp(uint32_t qp_num, QpAttr* attr) const {
 int Engine::query_qp_init(uint32_t qp_num, QpInitAttr* attr) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
   if (qp == nullptr) return -EINVAL;
-  *attr = qp->init;
+  *attr = qp->cold.init;
   return 0;
 }
 
@@ -622,7 +626,7 @@ int Engine::set_cc(uint32_t qp_num, std::string_view algorithm, std::span<const 
     m.cc_params.emplace_back(key, p);
     shared = &m.cc_params.back().second;
   }
-  qp->cc_params = shared;
+  qp->cold.cc_params = shared;
   m.init_flow(*qp);
   m.reconsider(*qp);
   return 0;
@@ -641,23 +645,23 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
       rc = -EINVAL;
     } else if (static_cast<uint8_t>(wr->opcode) > static_cast<uint8_t>(WrOpcode::kAtomicFetchAndAdd)) {
       rc = -EINVAL;
-    } else if (wr->num_sge < 0 || wr->num_sge > qp->max_sge || (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+    } else if (wr->num_sge < 0 || wr->num_sge > qp->cold.max_sge || (wr->num_sge > 0 && wr->sg_list == nullptr)) {
       rc = -EINVAL;
     } else if (atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8 || inl)) {
       rc = -EINVAL;  // the original value lands in one 8-byte buffer
     } else if (inl && wr->opcode == WrOpcode::kRdmaRead) {
       rc = -EINVAL;
-    } else if (((qp->sq_tail + 1) & (qp->sq_size() - 1)) == qp->sq_head) {
+    } else if (((qp->req.sq_tail + 1) & (qp->sq_size() - 1)) == qp->comp.sq_head) {
       rc = -ENOMEM;
     }
     uint64_t length = 0;
     for (int i = 0; rc == 0 && i < wr->num_sge; ++i) length += wr->sg_list[i].length;
-    if (rc == 0 && (length > kMaxMessageBytes || (inl && length > qp->init.max_inline_data))) rc = -EINVAL;
+    if (rc == 0 && (length > kMaxMessageBytes || (inl && length > qp->cold.init.max_inline_data))) rc = -EINVAL;
     if (rc != 0) {
       if (bad) *bad = wr;
       return rc;
     }
-    SendWqe& w = qp->sq[qp->sq_tail];
+    SendWqe& w = qp->req.sq[qp->req.sq_tail];
     w = SendWqe{};
     w.wr_id = wr->wr_id;
     w.opcode = wr->opcode;
@@ -667,12 +671,12 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
     w.swap = wr->atomic.swap;
     w.imm = wr->imm_data;
     w.length = static_cast<uint32_t>(length);
-    w.signaled = qp->sq_sig_all || (wr->send_flags & kSendSignaled);
+    w.signaled = qp->cold.sq_sig_all || (wr->send_flags & kSendSignaled);
     w.solicited = wr->send_flags & kSendSolicited;
     w.fence = wr->send_flags & kSendFence;
     if (inl) {
       // The bytes are the WR's from now on: the application may reuse its buffers.
-      uint8_t* p = qp->inline_slot(qp->sq_tail);
+      uint8_t* p = qp->inline_slot(qp->req.sq_tail);
       for (int i = 0; i < wr->num_sge; ++i) {
         if (wr->sg_list[i].length == 0) continue;  // a QP without inline room has no slot (p is null)
         std::memcpy(p, reinterpret_cast<const void*>(static_cast<uintptr_t>(wr->sg_list[i].addr)),
@@ -681,16 +685,16 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
       }
       w.inline_data = true;
       w.num_sge = w.length > 0 ? 1 : 0;
-      w.sge[0] = Sge{reinterpret_cast<uint64_t>(qp->inline_slot(qp->sq_tail)), w.length, 0};
+      w.sge[0] = Sge{reinterpret_cast<uint64_t>(qp->inline_slot(qp->req.sq_tail)), w.length, 0};
     } else {
       w.num_sge = static_cast<uint8_t>(wr->num_sge);
       std::copy(wr->sg_list, wr->sg_list + wr->num_sge, w.sge);
     }
-    qp->sq_tail = (qp->sq_tail + 1) & (qp->sq_size() - 1);
+    qp->req.sq_tail = (qp->req.sq_tail + 1) & (qp->sq_size() - 1);
     if (qp->state == QpState::kError) {
       // Flushed at once, as ibv_post_send does on a QP in error.
       m.complete(qp->send_cq, {w.wr_id, WcStatus::kWrFlushErr, wc_opcode(w.opcode), false, 0, 0, qp->qpn});
-      qp->sq_head = qp->sq_next = qp->sq_tail;
+      qp->comp.sq_head = qp->req.sq_next = qp->req.sq_tail;
     }
   }
   if (qp != nullptr) m.reconsider(*qp);
@@ -701,14 +705,14 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
 int Engine::post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad) {
   Impl& m = *impl_;
   Qp* qp = m.qp_by_num(qp_num);
-  const uint32_t mask = qp ? static_cast<uint32_t>(qp->rq.size() - 1) : 0;
+  const uint32_t mask = qp ? static_cast<uint32_t>(qp->rq_size() - 1) : 0;
   for (; wr != nullptr; wr = wr->next) {
     int rc = 0;
     if (qp == nullptr || qp->state == QpState::kReset) {
       rc = -EINVAL;
-    } else if (wr->num_sge < 0 || wr->num_sge > qp->max_sge || (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+    } else if (wr->num_sge < 0 || wr->num_sge > qp->cold.max_sge || (wr->num_sge > 0 && wr->sg_list == nullptr)) {
       rc = -EINVAL;
-    } else if (((qp->rq_tail + 1) & mask) == qp->rq_head) {
+    } else if (((qp->resp.rq_tail + 1) & mask) == qp->resp.rq_head) {
       rc = -ENOMEM;
     }
     if (rc != 0) {
@@ -719,7 +723,7 @@ int Engine::post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad) {
       m.complete(qp->recv_cq, {wr->wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, false, 0, 0, qp->qpn});
       continue;
     }
-    RecvWqe& r = qp->rq[qp->rq_tail];
+    RecvWqe& r = qp->resp.rq[qp->resp.rq_tail];
     r.wr_id = wr->wr_id;
     r.num_sge = static_cast<uint8_t>(wr->num_sge);
     r.length = 0;
@@ -727,7 +731,7 @@ int Engine::post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad) {
       r.sge[i] = wr->sg_list[i];
       r.length += wr->sg_list[i].length;
     }
-    qp->rq_tail = (qp->rq_tail + 1) & mask;
+    qp->resp.rq_tail = (qp->resp.rq_tail + 1) & mask;
   }
   return 0;
 }
@@ -788,26 +792,26 @@ void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
   if (qp.state == QpState::kError) return;
   qp.state = QpState::kError;
   const uint32_t smask = qp.sq_size() - 1;
-  if (failed == kNil) failed = qp.sq_head;
+  if (failed == kNil) failed = qp.comp.sq_head;
   // Errors always complete, signaled or not: the failed WR with its status, the rest flushed.
-  for (uint32_t i = qp.sq_head; i != qp.sq_tail; i = (i + 1) & smask) {
-    const SendWqe& w = qp.sq[i];
+  for (uint32_t i = qp.comp.sq_head; i != qp.req.sq_tail; i = (i + 1) & smask) {
+    const SendWqe& w = qp.req.sq[i];
     complete(qp.send_cq, {w.wr_id, i == failed ? status : WcStatus::kWrFlushErr, wc_opcode(w.opcode), false, 0, 0,
                           qp.qpn});
   }
-  qp.sq_head = qp.sq_next = qp.sq_tail;
-  const uint32_t rmask = static_cast<uint32_t>(qp.rq.size() - 1);
-  for (uint32_t i = qp.rq_head; i != qp.rq_tail; i = (i + 1) & rmask) {
-    complete(qp.recv_cq, {qp.rq[i].wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
+  qp.comp.sq_head = qp.req.sq_next = qp.req.sq_tail;
+  const uint32_t rmask = static_cast<uint32_t>(qp.rq_size() - 1);
+  for (uint32_t i = qp.resp.rq_head; i != qp.resp.rq_tail; i = (i + 1) & rmask) {
+    complete(qp.recv_cq, {qp.resp.rq[i].wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
   }
-  qp.rq_head = qp.rq_tail;
-  qp.reads_count = 0;
-  qp.reads_outstanding = 0;
-  qp.retx_count = 0;
-  qp.deferred_ack = false;
-  qp.closing = false;
+  qp.resp.rq_head = qp.resp.rq_tail;
+  qp.resp.reads_count = 0;
+  qp.comp.reads_retired = qp.req.reads_started;
+  qp.req.retx_count = 0;
+  qp.cold.deferred_ack = false;
+  qp.resp.closing = false;
   qp.mac_pending = false;
-  qp.rto_deadline_ns = qp.rnr_deadline_ns = kNever;
+  qp.comp.rto_deadline_ns = qp.comp.rnr_deadline_ns = kNever;
   drop_ooo(qp);
   wheel.cancel(qp.index);
 }
@@ -865,22 +869,22 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
   // A connected QP takes frames from its peer only (rxe's check_addr): any
   // other source is silently dropped, so a spoofer must also forge the peer's
   // address, not just guess a QPN.
-  if (pkt.src_gid() != qp->attr.ah_attr.dgid) [[unlikely]] {
+  if (pkt.src_gid() != qp->cold.attr.ah_attr.dgid) [[unlikely]] {
     ++counters.rx_wrong_source;
     ++counters.rx_dropped;
     return;
   }
-  ++qp->counters.rx_packets;
+  ++qp->cold.counters.rx_packets;
   if (pkt.trailer_len != 0 && !qp->peer_tita) [[unlikely]] qp->peer_tita = true;
   const wire::OpcodeInfo& op = *pkt.op;
   if (op.kind == wire::Kind::kCnp) {
     on_cnp(*qp);
   } else if (op.is_request()) {
-    if (qp->mac_pending && pkt.src_gid() == qp->attr.ah_attr.dgid) {
+    if (qp->mac_pending && pkt.src_gid() == qp->cold.attr.ah_attr.dgid) {
       // The peer reached us before ARP answered: its frame names its MAC.
-      learn(qp->attr.ah_attr.dgid.ipv4(), pkt.eth().src, false);
+      learn(qp->cold.attr.ah_attr.dgid.ipv4(), pkt.eth().src, false);
     }
-    if (qp->path && qp->path->cfg.follow_peer) path_follow(*qp, pkt);
+    if (qp->cold.path && qp->cold.path->cfg.follow_peer) path_follow(*qp, pkt);
     respond(*qp, pkt, false);
   } else if (qp->state == QpState::kRts) {
     complete_response(*qp, pkt);
@@ -901,7 +905,7 @@ void Engine::Impl::make_ready(Qp& qp) {
 }
 
 void Engine::Impl::init_flow(Qp& qp) {
-  qp.flow.init(*qp.cc_params, {cfg.line_rate_bps, cfg.base_rtt_ns, qp.mtu()}, now_ns);
+  qp.flow.init(*qp.cold.cc_params, {cfg.line_rate_bps, cfg.base_rtt_ns, qp.mtu()}, now_ns);
   set_ack_every(qp);
 }
 
@@ -909,17 +913,17 @@ void Engine::Impl::set_ack_every(Qp& qp) {
   // INT algorithms read every packet's telemetry, the ACK echo of CE marks is
   // defined per packet, and spraying keeps a record per path: those get an ACK
   // per packet; the others coalesce.
-  qp.ack_every = qp.flow.wants_int() || cfg.np.ack_echo != 0 || qp.spray ? 1 : cfg.ack_req_every;
+  qp.req.ack_every = qp.flow.wants_int() || cfg.np.ack_echo != 0 || qp.cold.spray ? 1 : cfg.ack_req_every;
 }
 
 // Puts the QP where it belongs: in the ready ring if it may send now, and in the
 // timing wheel at its earliest deadline (pacing, RTO, RNR wait, CC timer).
 void Engine::Impl::reconsider(Qp& qp) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
-  uint64_t wake = std::min({qp.rto_deadline_ns, qp.rnr_deadline_ns, qp.flow.next_timer_ns(),
-                           qp.path ? qp.path->deadline_ns : kNever, qp.spray ? qp.spray->rack_deadline_ns : kNever});
+  uint64_t wake = std::min({qp.comp.rto_deadline_ns, qp.comp.rnr_deadline_ns, qp.flow.next_timer_ns(),
+                           qp.cold.path ? qp.cold.path->deadline_ns : kNever, qp.cold.spray ? qp.cold.spray->rack_deadline_ns : kNever});
   if (has_work(qp)) {
-    const uint64_t pace_ns = (qp.next_send_ps + 999) / 1000;
+    const uint64_t pace_ns = (qp.req.next_send_ps + 999) / 1000;
     if (pace_ns <= now_ns) {
       make_ready(qp);
     } else {
@@ -934,22 +938,25 @@ void Engine::Impl::reconsider(Qp& qp) {
 
 void Engine::Impl::wake(Qp& qp) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
-  if (qp.rnr_deadline_ns <= now_ns) {
-    qp.rnr_deadline_ns = kNever;
-    rewind(qp, qp.rnr_psn);
-    if (qp.path) qp.path->progress_ns = now_ns;  // the wait was the responder's request, not a stall
-  }
-  if (qp.rto_deadline_ns <= now_ns) on_timeout(qp);
+  if (qp.comp.rnr_deadline_ns <= now_ns) on_rnr_wait_over(qp);
+  if (qp.comp.rto_deadline_ns <= now_ns) on_timeout(qp);
   if (qp.flow.next_timer_ns() <= now_ns) qp.flow.on_timer(now_ns);
-  if (qp.path && qp.path->deadline_ns <= now_ns) path_check(qp);
-  if (qp.spray && qp.spray->rack_deadline_ns <= now_ns) {
+  if (qp.cold.path && qp.cold.path->deadline_ns <= now_ns) path_check(qp);
+  if (qp.cold.spray && qp.cold.spray->rack_deadline_ns <= now_ns) {
     if (qp.spraying()) {
       spray_detect_losses(qp);
     } else {
-      qp.spray->rack_deadline_ns = kNever;
+      qp.cold.spray->rack_deadline_ns = kNever;
     }
   }
   reconsider(qp);
+}
+
+bool Engine::Impl::send_turn(Qp& qp) {
+  if (qp.resp.reads_count > 0 && (qp.state == QpState::kRts || qp.state == QpState::kRtr)) {
+    return send_read_response(qp);
+  }
+  return send_one(qp);
 }
 
 void Engine::poll(uint64_t now_ns) {
@@ -974,7 +981,7 @@ void Engine::poll(uint64_t now_ns) {
     // A QP talking to this engine sends onto the loop: empty it first, here
     // between turns, where delivering (and what it changes) is safe.
     if (qp->loopback && m.loop_count + 2 > m.loop.size()) m.loop_deliver();
-    if (m.send_one(*qp)) --budget;
+    if (m.send_turn(*qp)) --budget;
     m.reconsider(*qp);
     if (--turns == 0) {
       // Every ready QP had a turn; control frames made meanwhile go first.
@@ -1009,7 +1016,7 @@ void set_udp_sport(const wire::HeaderTemplate& hdr, uint8_t* frame, uint16_t spo
 
 wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
   wire::PathFields f;
-  const AhAttr& ah = qp.attr.ah_attr;
+  const AhAttr& ah = qp.cold.attr.ah_attr;
   std::memcpy(f.dst_mac, ah.dmac, 6);
   std::memcpy(f.src_mac, cfg.mac, 6);
   f.vlan = ah.vlan;
@@ -1019,13 +1026,13 @@ wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
   f.dst_gid = ah.dgid;
   f.dscp = ah.traffic_class >> 2;
   f.ttl = cfg.initial_ttl;
-  f.flow_label = qp.udp_sport;
-  f.udp_src_port = qp.udp_sport;
-  f.dest_qp = qp.attr.dest_qp_num;
-  if (qp.path == nullptr) return f;
-  const PathState& p = *qp.path;
+  f.flow_label = qp.cold.udp_sport;
+  f.udp_src_port = qp.cold.udp_sport;
+  f.dest_qp = qp.cold.attr.dest_qp_num;
+  if (qp.cold.path == nullptr) return f;
+  const PathState& p = *qp.cold.path;
   if (p.cfg.field == wire::DodgeField::kUdpSport) {
-    f.udp_src_port = wire::dodge_set(p.mask, qp.udp_sport, dodge);
+    f.udp_src_port = wire::dodge_set(p.mask, qp.cold.udp_sport, dodge);
     f.flow_label = f.udp_src_port;  // IPv6 switches that hash the flow label move too
   } else if (p.cfg.field == wire::DodgeField::kDscp) {
     f.dscp = static_cast<uint8_t>(wire::dodge_set(p.mask, f.dscp, dodge));
@@ -1043,8 +1050,8 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   tx.hdr = tx_hdr;
   // READ responses answer the peer's requests: they follow its dodge value.
   const wire::Kind kind = wire::opcode_info(t.opcode).kind;
-  const bool response = qp.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
-  const wire::HeaderTemplate& hdr = response ? qp.path->resp_hdr : qp.hdr;
+  const bool response = qp.cold.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
+  const wire::HeaderTemplate& hdr = response ? qp.cold.path->resp_hdr : qp.cold.hdr;
   tx.hdr_len = hdr.write(t, payload_len, tx_hdr);
   if (udp_sport != 0) [[unlikely]] {  // sprayed: before the ICRC, which covers it
     set_udp_sport(hdr, tx_hdr, udp_sport);
@@ -1064,7 +1071,7 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
     tx.tail_len += wire::telemetry_write(tx_tail + tx.tail_len, wire::TelemetryHdr::kCollect,
                                          static_cast<uint32_t>(now_ns));
   }
-  tx.priority = qp.attr.ah_attr.vlan ? qp.attr.ah_attr.pcp : 0;
+  tx.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
   tx.qp_num = qp.qpn;
   tx.control = false;
   if (qp.loopback) {
@@ -1074,15 +1081,15 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   } else {
     ++tx_count;
   }
-  ++qp.counters.tx_packets;
+  ++qp.cold.counters.tx_packets;
   return frame_len;
 }
 
-ControlFrame* Engine::Impl::waiting_control(uint64_t position, uint32_t qpn) {
-  if (position == Qp::kNoControl || position < control_popped || position >= control_popped + control_count)
-    return nullptr;
-  ControlFrame& c = control[(control_head + (position - control_popped)) % control.size()];
-  return c.qp_num == qpn && !c.loopback ? &c : nullptr;
+ControlFrame* Engine::Impl::waiting_control(uint32_t position, uint32_t qpn, ControlFrame::Kind kind) {
+  const uint32_t ahead = position - static_cast<uint32_t>(control_popped);  // modulo 2^32, as stored
+  if (position == RespState::kNoControl || ahead >= control_count) return nullptr;
+  ControlFrame& c = control[(control_head + ahead) % control.size()];
+  return c.qp_num == qpn && c.kind == kind && !c.loopback ? &c : nullptr;
 }
 
 // Control frames wait here while the port has no room (a PFC pause, or data
@@ -1102,8 +1109,8 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
                           (wire::aeth::type(t.syndrome) == wire::aeth::kAck ||
                            t.syndrome == wire::aeth::nak(wire::aeth::kNakPsnSequenceError));
   const Kind kind = cumulative ? Kind::kAck : t.opcode == Opcode::kCnp ? Kind::kCnp : Kind::kOther;
-  ControlFrame* w = kind == Kind::kAck ? waiting_control(qp.waiting_ack, qp.qpn)
-                    : kind == Kind::kCnp ? waiting_control(qp.waiting_cnp, qp.qpn)
+  ControlFrame* w = kind == Kind::kAck ? waiting_control(qp.resp.waiting_ack, qp.qpn, kind)
+                    : kind == Kind::kCnp ? waiting_control(qp.resp.waiting_cnp, qp.qpn, kind)
                                          : nullptr;
   Echo merged;
   Queued result = Queued::kNew;
@@ -1118,12 +1125,12 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
     ++counters.control_ring_full;
     return Queued::kDropped;
   } else {
-    const uint64_t position = control_popped + control_count;
+    const auto position = static_cast<uint32_t>(control_popped + control_count);
     w = &control[(control_head + control_count) % control.size()];
     ++control_count;
-    if (kind == Kind::kAck) qp.waiting_ack = position;
-    if (kind == Kind::kCnp) qp.waiting_cnp = position;
-    if (kind == Kind::kOther) qp.waiting_ack = Qp::kNoControl;
+    if (kind == Kind::kAck) qp.resp.waiting_ack = position;
+    if (kind == Kind::kCnp) qp.resp.waiting_cnp = position;
+    if (kind == Kind::kOther) qp.resp.waiting_ack = RespState::kNoControl;
   }
   ControlFrame& c = *w;
   c.kind = kind;
@@ -1156,7 +1163,7 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
     }
   }
   c.qp_num = qp.qpn;
-  c.priority = qp.attr.ah_attr.vlan ? qp.attr.ah_attr.pcp : 0;
+  c.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
   c.loopback = qp.loopback;
   return result;
 }
@@ -1237,8 +1244,8 @@ void Engine::Impl::loop_deliver() {
 // ---------------------------------------------------------------- out-of-order slots
 
 void Engine::Impl::ooo_reserve(Qp& qp) {
-  if (qp.ooo_share) return;
-  qp.ooo_share = true;
+  if (qp.resp.ooo_share) return;
+  qp.resp.ooo_share = true;
   ooo_wanted += cfg.sr_window;
   if (ooo_slot_bytes == 0) {
     // A frame of the largest path MTU with every header, extension and trailer.
@@ -1271,15 +1278,15 @@ void Engine::Impl::ooo_release(uint32_t slot) {
 }
 
 void Engine::Impl::drop_ooo(Qp& qp) {
-  for (uint32_t s = qp.ooo_head; s != kNil;) {
+  for (uint32_t s = qp.resp.ooo_head; s != kNil;) {
     const uint32_t next = ooo[s].next;
     ooo_release(s);
     s = next;
   }
-  qp.ooo_head = kNil;
-  qp.ooo_count = 0;
-  if (qp.ooo_share) ooo_wanted -= cfg.sr_window;  // the slots stay in the pool, free
-  qp.ooo_share = false;
+  qp.resp.ooo_head = kNil;
+  qp.resp.ooo_count = 0;
+  if (qp.resp.ooo_share) ooo_wanted -= cfg.sr_window;  // the slots stay in the pool, free
+  qp.resp.ooo_share = false;
 }
 
 // ---------------------------------------------------------------- introspection
@@ -1299,7 +1306,7 @@ std::vector<uint32_t> Engine::qp_numbers() const {
 
 const QpCounters* Engine::qp_counters(uint32_t qp_num) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
-  return qp ? &qp->counters : nullptr;
+  return qp ? &qp->cold.counters : nullptr;
 }
 
 int Engine::qp_info(uint32_t qp_num, QpInfo* out) const {
@@ -1309,13 +1316,13 @@ int Engine::qp_info(uint32_t qp_num, QpInfo* out) const {
   out->rate_bps = qp->flow.rate_bps();
   out->cwnd_bytes = qp->flow.cwnd_bytes();
   out->inflight_bytes = qp->inflight_bytes();
-  out->snd_una = qp->snd_una;
-  out->snd_nxt = qp->snd_nxt;
-  out->epsn = qp->epsn;
-  out->send_queue_depth = (qp->sq_tail - qp->sq_head) & (qp->sq_size() - 1);
-  out->recv_queue_depth = static_cast<uint32_t>((qp->rq_tail - qp->rq_head) & (qp->rq.size() - 1));
-  out->cc = qp->cc_params->algorithm();
-  out->dodge = qp->path ? qp->path->dodge : 0;
+  out->snd_una = qp->comp.snd_una;
+  out->snd_nxt = qp->req.snd_nxt;
+  out->epsn = qp->resp.epsn;
+  out->send_queue_depth = (qp->req.sq_tail - qp->comp.sq_head) & (qp->sq_size() - 1);
+  out->recv_queue_depth = static_cast<uint32_t>((qp->resp.rq_tail - qp->resp.rq_head) & (qp->rq_size() - 1));
+  out->cc = qp->cold.cc_params->algorithm();
+  out->dodge = qp->cold.path ? qp->cold.path->dodge : 0;
   out->udp_sport = impl_->path_fields(*qp).udp_src_port;
   return 0;
 }

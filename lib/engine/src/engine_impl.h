@@ -1,6 +1,6 @@
-// Engine internals shared by engine.cc (objects, verbs, dispatch, scheduling),
-// requester.cc (what a QP sends), responder.cc (what it does with requests) and
-// completer.cc (what it does with responses).
+// The engine-wide state (resources, the scheduler, the transmit burst, the
+// control ring, the out-of-order pool) and the functions of each role, grouped
+// by the file that runs them. A QP's own state, split by role, is in qp.h.
 #pragma once
 
 #include <algorithm>
@@ -13,13 +13,11 @@
 #include "tita/cc/cc.h"
 #include "tita/engine/engine.h"
 #include "tita/engine/timing_wheel.h"
+#include "qp.h"
 #include "tita/wire/frame.h"
 #include "tita/wire/psn.h"
 
 namespace tita::engine {
-
-inline constexpr uint64_t kNever = TimingWheel::kNever;
-inline constexpr uint32_t kNil = TimingWheel::kNone;
 
 struct Mr {
   uint8_t* base = nullptr;  // host memory at iova; nullptr for phantom regions
@@ -35,61 +33,6 @@ struct Mr {
   uint8_t* at(uint64_t va) const { return base ? base + (va - iova) : nullptr; }
 };
 
-struct SendWqe {
-  uint64_t wr_id = 0;
-  uint64_t remote_addr = 0;
-  uint64_t seq_start = 0;  // cumulative payload bytes of the QP before this WR
-  uint64_t compare_add = 0;  // atomics
-  uint64_t swap = 0;
-  uint32_t rkey = 0;
-  uint32_t length = 0;
-  uint32_t imm = 0;
-  uint32_t first_psn = 0;  // assigned when the WR starts
-  uint32_t npkts = 0;      // SEND/WRITE: request packets; READ: response packets; atomic: 1
-  uint32_t read_pkts = 0;  // READ and atomic: response packets received in order
-  WrOpcode opcode = WrOpcode::kSend;
-  uint8_t num_sge = 0;
-  bool signaled = false;
-  bool solicited = false;
-  bool fence = false;
-  bool inline_data = false;  // the payload is in the QP's inline slot of this WQE
-  bool started = false;
-  Sge sge[kMaxSge];
-
-  bool is_read() const { return opcode == WrOpcode::kRdmaRead; }
-  bool is_atomic() const { return engine::is_atomic(opcode); }
-  // READs and atomics complete with the responder's response, not an ACK.
-  bool needs_response() const { return is_read() || is_atomic(); }
-  uint32_t last_psn() const { return wire::psn_add(first_psn, npkts - 1); }
-};
-
-struct RecvWqe {
-  uint64_t wr_id = 0;
-  uint32_t length = 0;  // sum of the SGEs
-  uint8_t num_sge = 0;
-  Sge sge[kMaxSge];
-};
-
-// A READ or atomic the responder is answering (its responder resource).
-struct ReadJob {
-  uint64_t va = 0;
-  uint64_t orig = 0;       // atomic: the value before the operation
-  uint32_t remaining = 0;  // bytes still to send
-  uint32_t psn = 0;        // next response PSN
-  uint32_t first_psn = 0;
-  uint32_t npkts = 0;
-  uint32_t mr = 0;         // MR index (0: none, a zero-length READ)
-  bool atomic = false;     // answered with one Atomic Acknowledge
-};
-
-// The result of an executed atomic, kept to answer a duplicate of it (IBA
-// 9.7.5.1.4: a duplicate atomic is never executed twice).
-struct AtomicResult {
-  uint32_t psn = 0;
-  uint64_t orig = 0;
-  bool valid = false;
-};
-
 struct Cq {
   enum Arm : uint8_t { kUnarmed, kNext, kSolicited };
   std::vector<WorkCompletion> ring;
@@ -98,215 +41,6 @@ struct Cq {
   Arm armed = kUnarmed;
   bool error = false;  // overflowed: completions after that are lost and counted
   bool valid = false;
-};
-
-// Where a multi-packet request message stands at the responder.
-enum class InMessage : uint8_t { kNone, kSend, kWrite };
-
-// Path control (Hash Dodging, path.cc): the dodge values in use and what the
-// detection rules have seen.
-struct PathState {
-  PathConfig cfg;
-  bool on = false;
-  uint16_t mask = 0;        // cfg.mask resolved
-  uint16_t dodge = 0;       // carried by this QP's requests
-  uint16_t resp_dodge = 0;  // carried by its responses (the peer's requests')
-  bool progressed = false;  // the responder acknowledged something once (the stall rule waits for it)
-  uint8_t stalls = 0;       // stall repaths since the last progress
-  uint8_t patience = 0;     // stall windows doubled this often: stall repaths proved spurious
-  bool stall_open = false;  // a stall repath whose verdict is out (spurious or not)
-  uint64_t stall_ns = 0;    // when it happened
-  uint32_t timeouts = 0;    // RTOs since the last progress
-  uint64_t progress_ns = 0;       // the responder's cumulative ACK last moved (or data left into an empty pipe)
-  uint64_t deadline_ns = kNever;  // next stall check
-  uint64_t congestion_ns = 0;     // last congestion signal; 0: none
-  bool congested = false;         // a congestion signal was ever seen (congestion_ns valid)
-  uint64_t srtt_ns = 0;
-  // Rounds: a round ends when the ACK covers what was out when it began (the
-  // first round: what was out at its first ACK).
-  bool round_open = false;
-  bool round_end_set = false;
-  bool round_congested = false;
-  uint32_t round_start = 0;      // snd_una when the round began
-  uint32_t round_end = 0;        // the round ends when snd_una passes this PSN
-  uint32_t round_lost = 0;       // packets a NAK, a SACK hole or a READ gap said were lost
-  uint32_t lossy_rounds = 0;
-  // Throughput window (kNever: not started, the QP was idle).
-  uint64_t win_start_ns = kNever;
-  uint64_t win_una_bytes = 0;
-  uint64_t win_sent_bytes = 0;
-  uint64_t win_rate_bps = 0;
-  bool win_congested = false;
-  wire::HeaderTemplate resp_hdr;  // the QP's ACKs, NAKs and READ responses (follow the peer's dodge)
-};
-
-// Spraying (spray.cc): the QP's entropy values and, per PSN in the
-// selective-repeat window, the value it went out on and when.
-struct SprayPath {
-  uint16_t value = 0;
-  uint8_t generation = 0;  // bumped when the value is replaced: older packets are not its
-  bool class_kept = false;  // offset policy: replaced within its class (spray.cc, replace)
-  uint32_t lost_in_row = 0;
-  uint64_t delivered_ns = 0;       // when one of its packets was last acknowledged
-  uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged (or of its first)
-  uint64_t echoed_ns = 0;          // when an ACK came back on it (its own: both directions work)
-  SprayPathInfo stats;
-};
-struct SprayState {
-  SprayConfig cfg;
-  uint16_t mask = 0;
-  uint16_t base = 0;              // the QP's own dodge value
-  std::vector<SprayPath> paths;   // cfg.paths of them
-  uint32_t next = 0;              // round robin
-  std::vector<uint8_t> recycle;   // REPS: paths whose last ACK was clean, FIFO (a ring)
-  uint32_t recycle_head = 0;
-  uint32_t recycle_count = 0;
-  uint32_t fresh = 0;             // where the search for an unused value resumes
-  std::vector<uint8_t> retired_values;  // by value: lost its packets (skipped until all are)
-  std::vector<uint8_t> psn_path;      // by PSN mod sr_window
-  std::vector<uint8_t> psn_generation;  // the path's generation when it was sent
-  std::vector<uint64_t> psn_sent_ns;  // by PSN mod sr_window
-  uint64_t rack_sent_ns = 0;      // send time of the latest-sent packet known delivered
-  uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
-  uint64_t rack_deadline_ns = kNever;
-  uint64_t probed_rack_sent_ns = UINT64_MAX;  // rack_sent_ns when the tail was last probed
-  uint32_t probes_unanswered = 0;  // probes sent since rack_sent_ns last moved
-  uint64_t retired = 0;
-  uint64_t replaced = 0;
-  uint64_t tail_probes = 0;
-};
-
-struct Qp {
-  // ---- identity and attributes
-  uint32_t index = 0;
-  uint32_t qpn = 0;
-  uint32_t pd = 0;
-  uint32_t send_cq = 0;
-  uint32_t recv_cq = 0;
-  QpState state = QpState::kReset;
-  bool valid = false;
-  bool sq_sig_all = false;
-  bool in_ready = false;
-  bool mac_pending = false;  // the AV's MAC waits for ARP: nothing is sent until it resolves
-  bool loopback = false;     // the peer is this engine: frames loop back internally
-  bool comm_est = false;     // kCommEstablished raised
-  // The peer is tita: its frames carry the telemetry trailer. Selective repeat
-  // runs only then (a go-back-N peer, such as Linux rxe or a RoCE NIC, would
-  // restart its go-back-N on every SACK-bearing NAK).
-  bool peer_tita = false;
-  uint8_t max_sge = kMaxSge;
-  uint32_t mtu_bytes = 1024;  // payload of a full packet: path_mtu, or QpAttr::payload_bytes
-  uint16_t udp_sport = 0;
-  QpInitAttr init;           // as create_qp settled it
-  QpAttr attr;
-  wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
-  std::vector<uint8_t> inline_buf;  // one slot of init.max_inline_data bytes per send WQE
-
-  // ---- requester
-  std::vector<SendWqe> sq;  // ring, power-of-two size
-  uint32_t sq_head = 0;     // oldest WR not completed
-  uint32_t sq_next = 0;     // WR that the next new packet comes from
-  uint32_t sq_tail = 0;     // next free slot
-  uint32_t snd_una = 0;     // oldest unacknowledged PSN
-  uint32_t snd_nxt = 0;     // next PSN to send (moves back on go-back-N)
-  uint32_t snd_max = 0;     // one past the highest PSN ever sent
-  uint32_t acked_psn = 0;   // highest PSN the responder has acknowledged (ACK, or NAK - 1)
-  uint64_t una_bytes = 0;   // payload bytes acknowledged (sequence space)
-  uint64_t nxt_bytes = 0;   // position of snd_nxt in sequence space
-  uint64_t max_bytes = 0;   // position of snd_max
-  uint64_t next_seq = 0;    // sequence space handed out to started WRs
-  uint64_t next_send_ps = 0;  // pacing: earliest time of the next data packet, picoseconds
-  uint64_t rto_deadline_ns = kNever;
-  uint64_t rnr_deadline_ns = kNever;
-  uint32_t reads_outstanding = 0;
-  uint32_t rnr_psn = 0;        // where to resume after the RNR wait
-  uint32_t read_retry_psn = 0;  // last READ response PSN re-requested (one retry per gap)
-  bool read_retry_armed = false;
-  // RTT measured here, toward a peer that echoes no telemetry (rxe, a RoCE
-  // NIC): one probe at a time, an AckReq packet sent once and answered by an
-  // ACK; a resend of it voids the probe (Karn), so loss never inflates a sample.
-  uint32_t probe_psn = 0;
-  uint64_t probe_sent_ns = 0;
-  bool probe_armed = false;
-  uint8_t retry_left = 7;
-  uint8_t rnr_left = 7;
-  uint8_t backoff = 0;
-  // selective repeat, bitmaps over PSN mod sr_window
-  std::vector<uint64_t> sacked;
-  std::vector<uint64_t> retx;       // to retransmit
-  std::vector<uint64_t> retx_done;  // retransmitted since the last timeout
-  uint32_t retx_count = 0;
-
-  // ---- responder
-  std::vector<RecvWqe> rq;
-  uint32_t rq_head = 0;
-  uint32_t rq_tail = 0;
-  uint32_t epsn = 0;  // expected PSN
-  uint32_t msn = 0;
-  uint32_t recv_offset = 0;  // bytes of the current SEND placed in rq[rq_head]
-  InMessage in_message = InMessage::kNone;
-  uint64_t write_va = 0;
-  uint32_t write_remaining = 0;
-  uint32_t write_total = 0;
-  uint32_t write_mr = 0;
-  bool nak_sent = false;   // go-back-N: a sequence NAK for epsn is out
-  uint32_t unacked = 0;    // in-order packets since the last ACK
-  uint8_t ce_unacked = 0;  // of those, CE-marked
-  std::vector<ReadJob> reads;  // ring of max_dest_rd_atomic
-  uint32_t reads_head = 0;
-  uint32_t reads_count = 0;
-  std::vector<AtomicResult> atomic_results;  // the last max_dest_rd_atomic atomics executed
-  uint32_t atomic_next = 0;
-  // An ACK/NAK held back until READ responses before it have gone (IBA ordering).
-  // The QP's ACK (or sequence NAK) and CNP waiting in the control ring, as
-  // absolute ring positions (Impl::control_popped counts); kNoControl if none.
-  static constexpr uint64_t kNoControl = ~uint64_t{0};
-  uint64_t waiting_ack = kNoControl;
-  uint64_t waiting_cnp = kNoControl;
-  bool deferred_ack = false;
-  uint8_t deferred_syndrome = 0;
-  uint32_t deferred_psn = 0;
-  // A fatal NAK waiting behind READ responses and atomic ACKs owed for earlier
-  // requests: the QP accepts nothing more and goes to error once it is sent.
-  bool closing = false;
-  EventKind closing_event = EventKind::kQpFatal;
-  uint32_t ooo_head = kNil;  // selective repeat: kept frames, by PSN
-  uint32_t ooo_count = 0;
-  bool ooo_share = false;    // selective repeat in RTR/RTS: counts sr_window slots towards the pool
-  cc::NpState np;
-
-  // ---- congestion control
-  const cc::Params* cc_params = nullptr;
-  cc::Flow flow;
-  // AckReq on every Nth packet: 1 for algorithms defined on a sample per packet
-  // (INT, the ACK echo of CE marks), else EngineConfig::ack_req_every (init_flow).
-  uint32_t ack_every = 1;
-  uint32_t asked_psn = 0;  // the newest request packet sent with AckReq
-  bool asked = false;
-
-  // ---- path control: allocated only while it is on, so that a QP without it
-  // pays a pointer, not the state and a second header template.
-  std::unique_ptr<PathState> path;
-  bool path_on() const { return path != nullptr; }
-  // Its ACKs, NAKs and READ responses: the peer's dodge value when path control is on.
-  const wire::HeaderTemplate& resp_hdr() const { return path ? path->resp_hdr : hdr; }
-
-  // ---- spraying: allocated only while it is configured
-  std::unique_ptr<SprayState> spray;
-  bool spraying() const { return spray != nullptr && selective(); }
-
-  QpCounters counters;
-
-  uint32_t sq_size() const { return static_cast<uint32_t>(sq.size()); }
-  uint8_t* inline_slot(uint32_t wqe) { return inline_buf.data() + size_t{wqe} * init.max_inline_data; }
-  // READs and atomics the requester may have outstanding (0 still allows one).
-  uint32_t rd_atomic_limit() const { return std::max<uint32_t>(attr.max_rd_atomic, 1); }
-  uint32_t mtu() const { return mtu_bytes; }
-  // Packets of a message of `length` bytes (a zero-length one takes one).
-  uint32_t packets_for(uint32_t length) const { return engine::packets_for(length, mtu_bytes); }
-  // Selective repeat as configured and as the peer speaks it.
-  bool selective() const { return attr.recovery == Recovery::kSelectiveRepeat && peer_tita; }
-  uint64_t inflight_bytes() const { return nxt_bytes - una_bytes; }
 };
 
 // A frame the responder keeps until the packets before it arrive.
@@ -418,7 +152,7 @@ struct Engine::Impl {
     tx_count = 0;
   }
 
-  // ---- engine.cc
+  // ---- engine.cc: objects, dispatch, scheduling, frames (the engine-wide parts)
   Qp* qp_by_num(uint32_t qpn);
   const Mr* mr_by_key(uint32_t key) const;
   void raise(EventKind kind, uint32_t cq, uint32_t qp_num) {
@@ -440,7 +174,9 @@ struct Engine::Impl {
   void set_ack_every(Qp& qp);  // the AckReq rate the QP's algorithm (and spraying) needs
   void make_ready(Qp& qp);
   void wake(Qp& qp);
-  wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path ? qp.path->dodge : 0); }
+  // One turn of a ready QP: READ responses it owes first, then its requests.
+  bool send_turn(Qp& qp);
+  wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path() ? qp.path()->dodge : 0); }
   // The QP's path fields with `dodge` in its dodge field (path control on).
   wire::PathFields path_fields(const Qp& qp, uint16_t dodge) const;
   // Builds one data frame into the transmit burst (or onto the internal loop);
@@ -452,7 +188,7 @@ struct Engine::Impl {
   // What queue_control did with a frame.
   enum class Queued : uint8_t { kNew, kMerged, kDropped };
   Queued queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
-  ControlFrame* waiting_control(uint64_t position, uint32_t qpn);
+  ControlFrame* waiting_control(uint32_t position, uint32_t qpn, ControlFrame::Kind kind);
   void flush_control();
   // The internal loop: a whole frame to ourselves, and delivering what is on it.
   bool loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::Segment* payload, uint32_t n_payload,
@@ -473,32 +209,50 @@ struct Engine::Impl {
   void ooo_release(uint32_t slot);
   void drop_ooo(Qp& qp);  // frees the QP's kept frames and its share
 
-  // ---- requester.cc
+  // ---- requester.cc: writes qp.req (and the retx bitmaps)
   bool has_work(const Qp& qp) const;
   bool can_send_new(const Qp& qp) const;
-  bool send_one(Qp& qp);
+  bool send_one(Qp& qp);  // a resend first, then a new packet; false: nothing sent
   bool start_wqe(Qp& qp, SendWqe& w);
   void send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission);
   bool ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len, bool last) const;
-  bool send_read_response(Qp& qp);
-  void rewind(Qp& qp, uint32_t psn);
-  void arm_rto(Qp& qp);
-  void on_timeout(Qp& qp);
+  // The QP's pacing clock, which READ responses share: a data frame of
+  // frame_bytes just left.
+  void pace(Qp& qp, uint32_t frame_bytes);
+  // Go-back-N: send again from psn (never before snd_una). `forget_resent`:
+  // also forget which PSNs selective repeat resent since the last timeout
+  // (a timeout, a stall repath: the receiver may have dropped what it kept).
+  void rewind(Qp& qp, uint32_t psn, bool forget_resent = false);
+  // Selective repeat: resend psn - once until a timeout (IRN's holes), or
+  // `again` whatever was resent before (RACK, a tail probe, a path change);
+  // true if it was newly marked.
+  bool mark_lost(Qp& qp, uint32_t psn, bool again = false);
+  // The completer moved snd_una from `old_una`: marks below it are void, and a
+  // go-back-N rewind that went below it moves up to it.
+  void on_una(Qp& qp, uint32_t old_una);
   uint32_t wqe_index_of(const Qp& qp, uint32_t psn) const;
   uint64_t seq_position(const Qp& qp, uint32_t psn) const;
 
-  // ---- responder.cc
+  // ---- completer.cc: writes qp.comp
+  void complete_response(Qp& qp, const wire::Packet& pkt);
+  void on_cnp(Qp& qp);
+  void arm_rto(Qp& qp);
+  void on_timeout(Qp& qp);
+  void on_rnr_wait_over(Qp& qp);
+  // The requester sent an AckReq packet: an RTT probe, if none is out and the
+  // peer echoes no telemetry; `resent`: a PSN from psn on goes out again (Karn).
+  void probe_sent(Qp& qp, uint32_t psn);
+  void probe_void_from(Qp& qp, uint32_t psn);
+
+  // ---- responder.cc: writes qp.resp
   void respond(Qp& qp, const wire::Packet& pkt, bool from_ooo);
+  bool send_read_response(Qp& qp);
   void ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo);
   void send_cnp(Qp& qp);
   void finish_deferred_ack(Qp& qp);
   void fail_responder(Qp& qp, EventKind event);
 
-  // ---- completer.cc
-  void complete_response(Qp& qp, const wire::Packet& pkt);
-  void on_cnp(Qp& qp);
-
-  // ---- path.cc (only while qp.path is set, except path_init and path_at_rtr)
+  // ---- path.cc (only while qp.path() is set, except path_init and path_at_rtr)
   void path_init(Qp& qp, const PathConfig& p);
   void path_at_rtr(Qp& qp);
   void path_on_send(Qp& qp, uint32_t payload_len);

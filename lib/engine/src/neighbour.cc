@@ -52,7 +52,7 @@ void Engine::Impl::send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8
 }
 
 void Engine::Impl::resolve(Qp& qp) {
-  AhAttr& ah = qp.attr.ah_attr;
+  AhAttr& ah = qp.cold.attr.ah_attr;
   qp.mac_pending = false;
   if (!mac_zero(ah.dmac)) return;
   if (ah.dgid == cfg.gid) {  // ourselves: the loop
@@ -93,8 +93,8 @@ void Engine::Impl::learn(uint32_t ip, const uint8_t mac[6], bool permanent) {
   e->n.state = permanent ? Neighbour::State::kStatic : Neighbour::State::kReachable;
   e->tries = 0;
   for (auto& q : qps) {
-    if (!q || !q->valid || !q->mac_pending || q->attr.ah_attr.dgid.ipv4() != ip) continue;
-    std::memcpy(q->attr.ah_attr.dmac, mac, 6);
+    if (!q || !q->valid || !q->mac_pending || q->cold.attr.ah_attr.dgid.ipv4() != ip) continue;
+    std::memcpy(q->cold.attr.ah_attr.dmac, mac, 6);
     q->mac_pending = false;
     path_at_rtr(*q);  // nothing was sent yet: the headers start afresh with the MAC
     reconsider(*q);
@@ -129,7 +129,7 @@ void Engine::Impl::arp_tick() {
         e.n.state = Neighbour::State::kFailed;
         ++counters.arp_failures;
         for (auto& q : qps) {
-          if (q && q->valid && q->mac_pending && q->attr.ah_attr.dgid.ipv4() == e.n.ipv4) {
+          if (q && q->valid && q->mac_pending && q->cold.attr.ah_attr.dgid.ipv4() == e.n.ipv4) {
             to_error(*q, WcStatus::kRetryExcErr);
           }
         }

@@ -32,6 +32,8 @@
 // CNP or an INT hop with int_queue_bytes queued holds the stall rule for one
 // window and disqualifies the current round and throughput window.
 //
+// A path change is a transition of the whole QP: it resets the completer's
+// backoff and the pacing clock and asks the requester to resend (qp.h).
 // On a change: the next dodge value (wire::dodge_next), the header template
 // rebuilt, the RTO backoff reset, congestion control restarted (reset_cc); for
 // a stall everything outstanding resent (a timeout already does that), for
@@ -72,14 +74,14 @@ constexpr uint8_t kMaxPatience = 6;
 
 
 uint16_t field_value(const Qp& qp, wire::DodgeField f) {
-  return f == wire::DodgeField::kDscp ? static_cast<uint16_t>(qp.attr.ah_attr.traffic_class >> 2) : qp.udp_sport;
+  return f == wire::DodgeField::kDscp ? static_cast<uint16_t>(qp.cold.attr.ah_attr.traffic_class >> 2) : qp.cold.udp_sport;
 }
 
 // max(smoothed RTT, base RTT): the time scale of the stall and throughput rules.
-uint64_t rtt_ref(const Qp& qp, const EngineConfig& cfg) { return std::max(qp.path->srtt_ns, cfg.base_rtt_ns); }
+uint64_t rtt_ref(const Qp& qp, const EngineConfig& cfg) { return std::max(qp.cold.path->srtt_ns, cfg.base_rtt_ns); }
 
 uint64_t stall_window(const Qp& qp, const EngineConfig& cfg) {
-  const PathState& p = *qp.path;
+  const PathState& p = *qp.cold.path;
   const uint64_t rate = std::max<uint64_t>(qp.flow.rate_bps(), 1'000'000);
   const uint64_t packet_ns = uint64_t{qp.mtu() + 100} * 8'000'000'000ull / rate;
   const uint64_t w = std::max(p.cfg.stall_min_ns, p.cfg.stall_rtts * rtt_ref(qp, cfg)) + cfg.ack_req_every * packet_ns;
@@ -87,9 +89,9 @@ uint64_t stall_window(const Qp& qp, const EngineConfig& cfg) {
 }
 
 void new_window(Qp& qp, uint64_t now_ns) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   p.win_start_ns = now_ns;
-  p.win_una_bytes = qp.una_bytes;
+  p.win_una_bytes = qp.comp.una_bytes;
   p.win_sent_bytes = 0;
   p.win_rate_bps = qp.flow.rate_bps();
   p.win_congested = false;
@@ -103,9 +105,9 @@ void Engine::Impl::path_init(Qp& qp, const PathConfig& cfg) {
   fresh.mask = cfg.mask ? cfg.mask : wire::dodge_default_mask(cfg.field);
   fresh.on = cfg.field != wire::DodgeField::kNone && wire::dodge_mask_valid(cfg.field, fresh.mask);
   if (fresh.on) {
-    qp.path = std::make_unique<PathState>(fresh);
+    qp.cold.path = std::make_unique<PathState>(fresh);
   } else {
-    qp.path.reset();
+    qp.cold.path.reset();
   }
   if (qp.state == QpState::kRtr || qp.state == QpState::kRts) path_at_rtr(qp);
 }
@@ -113,22 +115,22 @@ void Engine::Impl::path_init(Qp& qp, const PathConfig& cfg) {
 // Builds the QP's headers at RTR: the dodge values start as what the port (or
 // DSCP) of the address vector carries, so the first header is the usual one.
 void Engine::Impl::path_at_rtr(Qp& qp) {
-  if (qp.path) {
-    PathState& p = *qp.path;
+  if (qp.cold.path) {
+    PathState& p = *qp.cold.path;
     p.dodge = p.resp_dodge = static_cast<uint16_t>(wire::dodge_get(p.mask, field_value(qp, p.cfg.field)));
   }
-  qp.hdr.init(path_fields(qp));
-  if (qp.path) qp.path->resp_hdr = qp.hdr;
+  qp.cold.hdr.init(path_fields(qp));
+  if (qp.cold.path) qp.cold.path->resp_hdr = qp.cold.hdr;
 }
 
 void Engine::Impl::path_on_send(Qp& qp, uint32_t payload_len) {
-  PathState& p = *qp.path;
-  const bool empty = qp.snd_una == qp.snd_max;
+  PathState& p = *qp.cold.path;
+  const bool empty = qp.comp.snd_una == qp.req.snd_max;
   if (empty) p.progress_ns = now_ns;  // into an empty pipe: nothing was owed until now
   if (!p.round_open) {
     p.round_open = true;
     p.round_end_set = false;  // set at the first ACK: everything out by then
-    p.round_start = qp.snd_una;
+    p.round_start = qp.comp.snd_una;
     p.round_lost = 0;
     p.round_congested = false;
   }
@@ -140,7 +142,7 @@ void Engine::Impl::path_on_send(Qp& qp, uint32_t payload_len) {
 }
 
 void Engine::Impl::path_on_progress(Qp& qp) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   p.progress_ns = now_ns;
   p.progressed = true;
   p.stalls = 0;
@@ -148,13 +150,13 @@ void Engine::Impl::path_on_progress(Qp& qp) {
 }
 
 void Engine::Impl::path_on_una(Qp& qp) {
-  PathState& p = *qp.path;
-  const bool idle = qp.snd_una == qp.snd_max && qp.sq_next == qp.sq_tail;
+  PathState& p = *qp.cold.path;
+  const bool idle = qp.comp.snd_una == qp.req.snd_max && qp.req.sq_next == qp.req.sq_tail;
   // Throughput: compared once the window is long enough, then started anew.
   if (p.win_start_ns != kNever && p.cfg.collapse_permille > 0 && p.cfg.collapse_rtts > 0) {
     const uint64_t span_ns = now_ns - p.win_start_ns;
     if (span_ns >= p.cfg.collapse_rtts * rtt_ref(qp, cfg)) {
-      const uint64_t delivered = qp.una_bytes - p.win_una_bytes;
+      const uint64_t delivered = qp.comp.una_bytes - p.win_una_bytes;
       const double allowed_by_rate = static_cast<double>(p.win_rate_bps) / 8 * static_cast<double>(span_ns) * 1e-9;
       const double expected = std::min(allowed_by_rate, static_cast<double>(p.win_sent_bytes));
       const bool collapsed = !p.win_congested && expected >= 8.0 * qp.mtu() &&
@@ -169,18 +171,18 @@ void Engine::Impl::path_on_una(Qp& qp) {
   if (idle) p.win_start_ns = kNever;  // application-limited: no window until it sends again
   // Rounds.
   if (!p.round_open) return;
-  const uint32_t last_out = wire::psn_add(qp.snd_max, wire::kPsnMask);
+  const uint32_t last_out = wire::psn_add(qp.req.snd_max, wire::kPsnMask);
   if (!p.round_end_set) {
     p.round_end_set = true;
     p.round_end = last_out;
   }
-  if (psn_before(qp.snd_una, wire::psn_add(p.round_end, 1))) return;
-  const uint64_t acked = wire::psn_distance(qp.snd_una, p.round_start);
+  if (psn_before(qp.comp.snd_una, wire::psn_add(p.round_end, 1))) return;
+  const uint64_t acked = wire::psn_distance(qp.comp.snd_una, p.round_start);
   const bool lossy = p.round_lost > 0 && !p.round_congested &&
                      uint64_t{p.round_lost} * 1000 >= acked * p.cfg.loss_permille;
   p.lossy_rounds = lossy ? p.lossy_rounds + 1 : 0;
-  p.round_open = qp.snd_una != qp.snd_max;
-  p.round_start = qp.snd_una;
+  p.round_open = qp.comp.snd_una != qp.req.snd_max;
+  p.round_start = qp.comp.snd_una;
   p.round_end = last_out;
   p.round_lost = 0;
   p.round_congested = false;
@@ -188,7 +190,7 @@ void Engine::Impl::path_on_una(Qp& qp) {
 }
 
 void Engine::Impl::path_on_congestion(Qp& qp) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   p.congestion_ns = now_ns;
   p.congested = true;
   p.round_congested = true;
@@ -196,32 +198,32 @@ void Engine::Impl::path_on_congestion(Qp& qp) {
 }
 
 void Engine::Impl::path_on_rtt(Qp& qp, uint64_t rtt_ns) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   p.srtt_ns = p.srtt_ns == 0 ? rtt_ns : p.srtt_ns - p.srtt_ns / 8 + rtt_ns / 8;
   if (p.stall_open) {
     // The first sample after a stall repath: was its packet sent before it?
     p.stall_open = false;
     if (now_ns - rtt_ns < p.stall_ns) {
-      ++qp.counters.spurious_stalls;
+      ++qp.cold.counters.spurious_stalls;
       p.patience = static_cast<uint8_t>(std::min<uint32_t>(p.patience + 1u, kMaxPatience));
     }
   }
 }
 
 void Engine::Impl::path_on_timeout(Qp& qp) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   ++p.timeouts;
   if (p.cfg.timeouts > 0 && p.timeouts >= p.cfg.timeouts) repath(qp, RepathReason::kTimeout);
 }
 
 void Engine::Impl::path_check(Qp& qp) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   p.deadline_ns = kNever;
-  if (qp.state != QpState::kRts || qp.snd_una == qp.snd_max || !p.progressed) return;  // re-armed by the next send
-  if (qp.rnr_deadline_ns != kNever || p.cfg.stall_rtts == 0) {
+  if (qp.state != QpState::kRts || qp.comp.snd_una == qp.req.snd_max || !p.progressed) return;  // re-armed by the next send
+  if (qp.comp.rnr_deadline_ns != kNever || p.cfg.stall_rtts == 0) {
     // The responder asked us to wait (RNR): that is not a failed path.
     p.progress_ns = now_ns;
-    if (p.cfg.stall_rtts != 0) p.deadline_ns = qp.rnr_deadline_ns;
+    if (p.cfg.stall_rtts != 0) p.deadline_ns = qp.comp.rnr_deadline_ns;
     return;
   }
   const uint64_t w = stall_window(qp, cfg);
@@ -239,46 +241,45 @@ void Engine::Impl::path_check(Qp& qp) {
 }
 
 void Engine::Impl::path_follow(Qp& qp, const wire::Packet& request) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   const uint16_t v = p.cfg.field == wire::DodgeField::kDscp ? request.dscp : request.udp().src_port.get();
   const auto dodge = static_cast<uint16_t>(wire::dodge_get(p.mask, v));
   if (dodge == p.resp_dodge) return;
   p.resp_dodge = dodge;
   p.resp_hdr.init(path_fields(qp, dodge));
-  ++qp.counters.path_follows;
+  ++qp.cold.counters.path_follows;
 }
 
 void Engine::Impl::repath(Qp& qp, RepathReason why) {
-  PathState& p = *qp.path;
+  PathState& p = *qp.cold.path;
   const uint16_t old = p.dodge;
   p.dodge = static_cast<uint16_t>(wire::dodge_next(p.mask, p.dodge));
   const wire::PathFields f = path_fields(qp);
-  qp.hdr.init(f);
-  ++qp.counters.path_changes;
+  qp.cold.hdr.init(f);
+  ++qp.cold.counters.path_changes;
   switch (why) {
-    case RepathReason::kTimeout: ++qp.counters.path_changes_timeout; break;
-    case RepathReason::kStall: ++qp.counters.path_changes_stall; break;
-    case RepathReason::kLoss: ++qp.counters.path_changes_loss; break;
-    case RepathReason::kThroughput: ++qp.counters.path_changes_throughput; break;
-    case RepathReason::kManual: ++qp.counters.path_changes_manual; break;
+    case RepathReason::kTimeout: ++qp.cold.counters.path_changes_timeout; break;
+    case RepathReason::kStall: ++qp.cold.counters.path_changes_stall; break;
+    case RepathReason::kLoss: ++qp.cold.counters.path_changes_loss; break;
+    case RepathReason::kThroughput: ++qp.cold.counters.path_changes_throughput; break;
+    case RepathReason::kManual: ++qp.cold.counters.path_changes_manual; break;
     case RepathReason::kCount: break;
   }
   // The timeout backoff and congestion state describe the old path. After a
   // timeout the RTO runs again unbacked-off; otherwise it keeps running from the
   // last progress, so a peer that is gone still exhausts its retries.
-  qp.backoff = 0;
+  qp.comp.backoff = 0;
   if (why == RepathReason::kTimeout) arm_rto(qp);
   if (p.cfg.reset_cc) {
     init_flow(qp);
-    qp.next_send_ps = std::min(qp.next_send_ps, now_ns * 1000);
+    qp.req.next_send_ps = std::min(qp.req.next_send_ps, now_ns * 1000);
   }
   if (why == RepathReason::kStall) {
     // Nothing came back: resend everything outstanding on the new path, as a
     // timeout would, without spending a retry.
-    std::fill(qp.sacked.begin(), qp.sacked.end(), 0);
-    std::fill(qp.retx_done.begin(), qp.retx_done.end(), 0);
-    qp.read_retry_armed = false;
-    rewind(qp, qp.snd_una);
+    std::fill(qp.cold.sacked.begin(), qp.cold.sacked.end(), 0);
+    qp.comp.read_retry_armed = false;
+    rewind(qp, qp.comp.snd_una, /*forget_resent=*/true);
     p.stalls = static_cast<uint8_t>(std::min<uint32_t>(p.stalls + 1u, 255u));
     p.stall_open = true;
     p.stall_ns = now_ns;
@@ -290,15 +291,12 @@ void Engine::Impl::repath(Qp& qp, RepathReason why) {
       // them again on the new path.
       if (qp.selective()) {
         const uint32_t mask = cfg.sr_window - 1;
-        for (uint32_t psn = qp.snd_una; wire::psn_before(psn, qp.snd_max); psn = wire::psn_add(psn, 1)) {
+        for (uint32_t psn = qp.comp.snd_una; wire::psn_before(psn, qp.req.snd_max); psn = wire::psn_add(psn, 1)) {
           const uint32_t bit = psn & mask;
-          if (!bit_test(qp.retx_done, bit) || bit_test(qp.sacked, bit) || bit_test(qp.retx, bit)) continue;
-          bit_clear(qp.retx_done, bit);
-          bit_set(qp.retx, bit);
-          ++qp.retx_count;
+          if (bit_test(qp.cold.retx_done, bit) && !bit_test(qp.cold.sacked, bit)) mark_lost(qp, psn, /*again=*/true);
         }
       } else {
-        rewind(qp, qp.snd_una);
+        rewind(qp, qp.comp.snd_una);
       }
     }
   }
@@ -310,7 +308,7 @@ void Engine::Impl::repath(Qp& qp, RepathReason why) {
   p.round_open = false;
   p.win_start_ns = kNever;
   p.congested = false;
-  if (qp.snd_una != qp.snd_max && p.cfg.stall_rtts != 0 && p.progressed) {
+  if (qp.comp.snd_una != qp.req.snd_max && p.cfg.stall_rtts != 0 && p.progressed) {
     p.deadline_ns = now_ns + stall_window(qp, cfg);
   }
   if (path_hook != nullptr) {
@@ -332,7 +330,7 @@ int Engine::set_path_config(uint32_t qp_num, const PathConfig& pc, std::string* 
   if (!wire::dodge_mask_valid(pc.field, mask)) {
     return fail("set_path_config: mask must be one run of bits of its field (DSCP: within 0x3f)");
   }
-  if (qp->spray && pc.field == wire::DodgeField::kUdpSport) {
+  if (qp->cold.spray && pc.field == wire::DodgeField::kUdpSport) {
     return fail("set_path_config: this QP sprays over its UDP source port (turn spraying off or dodge on the DSCP)");
   }
   m.path_init(*qp, pc);
@@ -343,7 +341,7 @@ int Engine::set_path_config(uint32_t qp_num, const PathConfig& pc, std::string* 
 int Engine::repath(uint32_t qp_num) {
   Impl& m = *impl_;
   Qp* qp = m.qp_by_num(qp_num);
-  if (qp == nullptr || !qp->path || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) return -EINVAL;
+  if (qp == nullptr || !qp->cold.path || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) return -EINVAL;
   m.repath(*qp, RepathReason::kManual);
   m.reconsider(*qp);
   return 0;

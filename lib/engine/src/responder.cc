@@ -1,4 +1,5 @@
-// The responder: what a QP does with an incoming request packet.
+// The responder: what a QP does with an incoming request packet, and the
+// READ responses and atomic acknowledgements it owes. It writes qp.resp (qp.h).
 //
 // Each packet walks a small state machine (as rxe_resp.c does): PSN check, then
 // opcode sequence, length, resources and access, then execution and the ACK;
@@ -17,6 +18,7 @@ namespace tita::engine {
 using wire::Opcode;
 using wire::psn_add;
 using wire::psn_diff;
+using wire::psn_distance;
 
 namespace {
 
@@ -55,6 +57,13 @@ bool receive_sges_valid(const Engine::Impl& m, const RecvWqe& r, uint32_t pd) {
     }
   }
   return true;
+}
+
+Opcode read_response_opcode(uint32_t idx, uint32_t npkts) {
+  if (npkts == 1) return Opcode::kReadResponseOnly;
+  if (idx == 0) return Opcode::kReadResponseFirst;
+  if (idx + 1 == npkts) return Opcode::kReadResponseLast;
+  return Opcode::kReadResponseMiddle;
 }
 
 // Copies `len` bytes to offset `offset` of an SGE list; false if an SGE is bad
@@ -97,7 +106,7 @@ struct Responder {
   Echo echo() const {
     Echo e;
     e.trailer = pkt.telemetry();
-    e.ce_packets = qp.ce_unacked;
+    e.ce_packets = qp.resp.ce_unacked;
     const uint8_t ttl = pkt.ip_version == 6 ? pkt.ipv6().hop_limit : pkt.ipv4().ttl;
     e.path_hops = ttl <= m.cfg.initial_ttl ? static_cast<uint8_t>(m.cfg.initial_ttl - ttl) : 0;
     if (qp.spraying()) e.udp_sport = arrived_sport != 0 ? arrived_sport : pkt.udp().src_port.get();
@@ -105,26 +114,26 @@ struct Responder {
   }
 
   Step check_psn() {
-    const int32_t d = psn_diff(psn, qp.epsn);
+    const int32_t d = psn_diff(psn, qp.resp.epsn);
     if (d < 0) return Step::kDuplicate;
     if (d > 0) return Step::kOutOfOrder;
     return Step::kCheckOpSequence;
   }
 
   Step duplicate() {
-    ++qp.counters.duplicates_received;
+    ++qp.cold.counters.duplicates_received;
     if (op.kind == wire::Kind::kAtomic) {
       // Never executed twice (IBA 9.7.5.1.4): answered again from the saved
       // result, unless its answer is still queued; too old to remember: dropped.
-      for (uint32_t k = 0; k < qp.reads_count; ++k) {
-        const ReadJob& job = qp.reads[(qp.reads_head + k) % qp.reads.size()];
+      for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
+        const ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % qp.cold.reads.size()];
         if (job.atomic && job.first_psn == psn) return Step::kDone;
       }
-      for (const AtomicResult& r : qp.atomic_results) {
+      for (const AtomicResult& r : qp.cold.atomic_results) {
         if (r.valid && r.psn == psn) {
-          if (qp.reads_count == qp.reads.size()) return Step::kDone;
+          if (qp.resp.reads_count == qp.cold.reads.size()) return Step::kDone;
           push_atomic(r.orig);
-          ++qp.counters.atomic_replays;
+          ++qp.cold.counters.atomic_replays;
           return Step::kDone;
         }
       }
@@ -136,38 +145,38 @@ struct Responder {
       // Everything comes from this request, checked as a new one: its key may
       // name another region than the first one did.
       if (check_access() != Step::kExecute) return Step::kDone;
-      for (uint32_t k = 0; k < qp.reads_count; ++k) {
-        ReadJob& job = qp.reads[(qp.reads_head + k) % qp.reads.size()];
+      for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
+        ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % qp.cold.reads.size()];
         if (!job.atomic && wire::psn_distance(psn, job.first_psn) < job.npkts) {
           start_read(job);
           return Step::kDone;
         }
       }
-      if (qp.reads_count < qp.reads.size()) push_read();
+      if (qp.resp.reads_count < qp.cold.reads.size()) push_read();
       return Step::kDone;
     }
     // Re-acknowledge, so a sender whose ACK was lost moves on.
     if (pkt.bth().ack_requested()) {
       const Echo e = echo();
-      m.ack(qp, wire::aeth::ack(), psn_add(qp.epsn, wire::kPsnMask), &e);
+      m.ack(qp, wire::aeth::ack(), psn_add(qp.resp.epsn, wire::kPsnMask), &e);
     }
     return Step::kDone;
   }
 
   Step out_of_order() {
-    ++qp.counters.out_of_order_received;
+    ++qp.cold.counters.out_of_order_received;
     if (!qp.selective()) {
       // Go-back-N: one NAK per gap; later packets are dropped until the gap fills.
-      return qp.nak_sent ? Step::kDone : Step::kNakSequence;
+      return qp.resp.nak_sent ? Step::kDone : Step::kNakSequence;
     }
     if (from_ooo) return Step::kDone;
-    const int32_t d = psn_diff(psn, qp.epsn);
+    const int32_t d = psn_diff(psn, qp.resp.epsn);
     if (static_cast<uint32_t>(d) >= m.cfg.sr_window) return Step::kDone;  // beyond what the sender may have out
     keep();
     Echo e = echo();
     e.sack_psn = static_cast<int32_t>(psn);
-    m.ack(qp, wire::aeth::nak(wire::aeth::kNakPsnSequenceError), qp.epsn, &e);
-    ++qp.counters.nak_seq_sent;
+    m.ack(qp, wire::aeth::nak(wire::aeth::kNakPsnSequenceError), qp.resp.epsn, &e);
+    ++qp.cold.counters.nak_seq_sent;
     return Step::kDone;
   }
 
@@ -178,7 +187,7 @@ struct Responder {
       ++m.counters.ooo_pool_full;
       return;
     }
-    uint32_t* link = &qp.ooo_head;
+    uint32_t* link = &qp.resp.ooo_head;
     while (*link != kNil && psn_diff(m.ooo[*link].psn, psn) < 0) link = &m.ooo[*link].next;
     if (*link != kNil && m.ooo[*link].psn == psn) {  // already kept
       m.ooo_release(slot);
@@ -190,12 +199,12 @@ struct Responder {
     s.psn = psn;
     s.next = *link;
     *link = slot;
-    ++qp.ooo_count;
-    ++qp.counters.ooo_buffered;
+    ++qp.resp.ooo_count;
+    ++qp.cold.counters.ooo_buffered;
   }
 
   Step check_op_sequence() {
-    switch (qp.in_message) {
+    switch (qp.resp.in_message) {
       case InMessage::kSend:
         return op.kind == wire::Kind::kSend && !op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
       case InMessage::kWrite:
@@ -218,22 +227,22 @@ struct Responder {
   }
 
   Step check_resources() {
-    if (consumes_receive() && qp.rq_head == qp.rq_tail) return Step::kNakRnr;
-    if (op.kind == wire::Kind::kSend && op.starts_message() && !receive_sges_valid(m, qp.rq[qp.rq_head], qp.pd)) {
+    if (consumes_receive() && qp.resp.rq_head == qp.resp.rq_tail) return Step::kNakRnr;
+    if (op.kind == wire::Kind::kSend && op.starts_message() && !receive_sges_valid(m, qp.resp.rq[qp.resp.rq_head], qp.pd)) {
       // The posted buffer is not writable memory of this PD: the receive fails
       // with a protection error and the sender learns that we could not execute.
-      m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
-      qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+      m.complete(qp.recv_cq, {qp.resp.rq[qp.resp.rq_head].wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
+      qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
       return Step::kNakRemoteOp;
     }
-    if (op.kind == wire::Kind::kSend && qp.recv_offset + len > qp.rq[qp.rq_head].length) {
+    if (op.kind == wire::Kind::kSend && qp.resp.recv_offset + len > qp.resp.rq[qp.resp.rq_head].length) {
       // The message is longer than the posted buffer: the receive fails, the sender is told.
-      m.complete(qp.recv_cq, {qp.rq[qp.rq_head].wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
-      qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+      m.complete(qp.recv_cq, {qp.resp.rq[qp.resp.rq_head].wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
+      qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
       return Step::kNakInvalid;
     }
     // READs and atomics hold a responder resource until answered.
-    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.reads_count == qp.reads.size()) {
+    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size()) {
       return Step::kNakInvalid;
     }
     return Step::kCheckAccess;
@@ -243,9 +252,9 @@ struct Responder {
     if (op.kind == wire::Kind::kSend) return Step::kExecute;
     if (op.kind == wire::Kind::kWrite && !op.starts_message()) {
       // Middle and Last continue the checked range; Last must end it exactly.
-      if (len > qp.write_remaining) return Step::kNakInvalid;
-      if (op.ends_message() && len != qp.write_remaining) return Step::kNakInvalid;
-      mr = &m.mrs[qp.write_mr];
+      if (len > qp.resp.write_remaining) return Step::kNakInvalid;
+      if (op.ends_message() && len != qp.resp.write_remaining) return Step::kNakInvalid;
+      mr = &m.mrs[qp.resp.write_mr];
       return Step::kExecute;
     }
     if (op.kind == wire::Kind::kAtomic) {
@@ -253,7 +262,7 @@ struct Responder {
       const uint64_t va = a.va.get();
       mr = m.mr_by_key(a.rkey.get());
       if (mr == nullptr || mr->pd != qp.pd || !(mr->access & kAccessRemoteAtomic) ||
-          !(qp.attr.qp_access_flags & kAccessRemoteAtomic) || !mr->contains(va, sizeof(uint64_t))) {
+          !(qp.cold.attr.qp_access_flags & kAccessRemoteAtomic) || !mr->contains(va, sizeof(uint64_t))) {
         return Step::kNakAccess;
       }
       // Atomics work on naturally aligned 64-bit words: a misaligned one is an
@@ -270,7 +279,7 @@ struct Responder {
     }
     const uint32_t want = op.kind == wire::Kind::kWrite ? kAccessRemoteWrite : kAccessRemoteRead;
     mr = m.mr_by_key(reth.rkey.get());
-    if (mr == nullptr || mr->pd != qp.pd || !(mr->access & want) || !(qp.attr.qp_access_flags & want) ||
+    if (mr == nullptr || mr->pd != qp.pd || !(mr->access & want) || !(qp.cold.attr.qp_access_flags & want) ||
         !mr->contains(reth.va.get(), reth.dma_len.get())) {
       return Step::kNakAccess;
     }
@@ -294,19 +303,19 @@ struct Responder {
   }
 
   void push_read() {
-    start_read(qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()]);
-    ++qp.reads_count;
+    start_read(qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count) % qp.cold.reads.size()]);
+    ++qp.resp.reads_count;
   }
 
   // Queues the Atomic Acknowledge behind the READ responses still owed.
   void push_atomic(uint64_t orig) {
-    ReadJob& job = qp.reads[(qp.reads_head + qp.reads_count) % qp.reads.size()];
+    ReadJob& job = qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count) % qp.cold.reads.size()];
     job = ReadJob{};
     job.atomic = true;
     job.orig = orig;
     job.psn = job.first_psn = psn;
     job.npkts = 1;
-    ++qp.reads_count;
+    ++qp.resp.reads_count;
   }
 
   // Carries out the atomic on the target word, atomically with respect to every
@@ -325,89 +334,89 @@ struct Responder {
   }
 
   Step execute() {
-    qp.counters.rx_payload_bytes += len;
+    qp.cold.counters.rx_payload_bytes += len;
     switch (op.kind) {
       case wire::Kind::kSend: {
-        const RecvWqe& r = qp.rq[qp.rq_head];
-        if (!scatter(m, r, qp.pd, qp.recv_offset, pkt.payload(), len)) return Step::kNakRemoteOp;
-        qp.recv_offset += len;
-        qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kSend;
+        const RecvWqe& r = qp.resp.rq[qp.resp.rq_head];
+        if (!scatter(m, r, qp.pd, qp.resp.recv_offset, pkt.payload(), len)) return Step::kNakRemoteOp;
+        qp.resp.recv_offset += len;
+        qp.resp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kSend;
         if (op.ends_message()) {
           const bool imm = op.has(wire::kHasImm);
           m.complete(qp.recv_cq,
-                     {r.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, imm, qp.recv_offset, imm ? pkt.imm()->imm.get() : 0,
+                     {r.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, imm, qp.resp.recv_offset, imm ? pkt.imm()->imm.get() : 0,
                       qp.qpn},
                      pkt.bth().se());
-          qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
-          qp.recv_offset = 0;
-          qp.msn = psn_add(qp.msn, 1);
+          qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
+          qp.resp.recv_offset = 0;
+          qp.resp.msn = psn_add(qp.resp.msn, 1);
         }
         break;
       }
       case wire::Kind::kWrite: {
         if (op.starts_message()) {
           const wire::Reth& reth = *pkt.reth();
-          qp.write_mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
-          qp.write_va = reth.va.get();
-          qp.write_remaining = reth.dma_len.get();
-          qp.write_total = qp.write_remaining;
+          qp.resp.write_mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
+          qp.resp.write_va = reth.va.get();
+          qp.resp.write_remaining = reth.dma_len.get();
+          qp.resp.write_total = qp.resp.write_remaining;
         }
         if (len > 0) {
-          if (uint8_t* dst = mr->at(qp.write_va)) std::memcpy(dst, pkt.payload(), len);
+          if (uint8_t* dst = mr->at(qp.resp.write_va)) std::memcpy(dst, pkt.payload(), len);
         }
-        qp.write_va += len;
-        qp.write_remaining -= len;
-        qp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kWrite;
+        qp.resp.write_va += len;
+        qp.resp.write_remaining -= len;
+        qp.resp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kWrite;
         if (op.ends_message()) {
-          qp.msn = psn_add(qp.msn, 1);
+          qp.resp.msn = psn_add(qp.resp.msn, 1);
           if (op.has(wire::kHasImm)) {
             m.complete(qp.recv_cq,
-                       {qp.rq[qp.rq_head].wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, true, qp.write_total,
+                       {qp.resp.rq[qp.resp.rq_head].wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, true, qp.resp.write_total,
                         pkt.imm()->imm.get(), qp.qpn},
                        pkt.bth().se());
-            qp.rq_head = (qp.rq_head + 1) & static_cast<uint32_t>(qp.rq.size() - 1);
+            qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
           }
         }
         break;
       }
       case wire::Kind::kReadRequest:
         push_read();
-        qp.msn = psn_add(qp.msn, 1);
+        qp.resp.msn = psn_add(qp.resp.msn, 1);
         // A READ takes one PSN per response packet.
-        qp.epsn = psn_add(qp.epsn, qp.reads[(qp.reads_head + qp.reads_count - 1) % qp.reads.size()].npkts - 1);
+        qp.resp.epsn = psn_add(qp.resp.epsn, qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count - 1) % qp.cold.reads.size()].npkts - 1);
         break;
       case wire::Kind::kAtomic: {
         const uint64_t orig = execute_atomic();
-        AtomicResult& r = qp.atomic_results[qp.atomic_next];
+        AtomicResult& r = qp.cold.atomic_results[qp.cold.atomic_next];
         r = AtomicResult{psn, orig, true};
-        qp.atomic_next = (qp.atomic_next + 1) % static_cast<uint32_t>(qp.atomic_results.size());
+        qp.cold.atomic_next = (qp.cold.atomic_next + 1) % static_cast<uint32_t>(qp.cold.atomic_results.size());
         push_atomic(orig);
-        qp.msn = psn_add(qp.msn, 1);
-        ++qp.counters.atomics_executed;
+        qp.resp.msn = psn_add(qp.resp.msn, 1);
+        ++qp.cold.counters.atomics_executed;
         break;
       }
       default:
         return Step::kNakInvalid;
     }
-    if (qp.state == QpState::kRtr && !qp.comm_est) {
-      qp.comm_est = true;  // the first request reached a QP that is not yet sending
+    if (qp.state == QpState::kRtr && !qp.cold.comm_est) {
+      qp.cold.comm_est = true;  // the first request reached a QP that is not yet sending
       m.raise(EventKind::kCommEstablished, 0, qp.qpn);
     }
-    qp.epsn = psn_add(qp.epsn, 1);
-    qp.nak_sent = false;
+    qp.resp.epsn = psn_add(qp.resp.epsn, 1);
+    qp.resp.nak_sent = false;
     if (pkt.ecn == wire::kEcnCe) {
-      ++qp.counters.ecn_ce_received;
-      if (qp.ce_unacked < 255) ++qp.ce_unacked;
+      ++qp.cold.counters.ecn_ce_received;
+      if (qp.resp.ce_unacked < 255) ++qp.resp.ce_unacked;
     }
-    if (cc::np_on_data(m.cfg.np, qp.np, m.now_ns, pkt.ecn == wire::kEcnCe)) m.send_cnp(qp);
+    if (cc::np_on_data(m.cfg.np, qp.cold.np, m.now_ns, pkt.ecn == wire::kEcnCe)) m.send_cnp(qp);
     return Step::kAcknowledge;
   }
 
   Step acknowledge() {
     // READ responses and the Atomic Acknowledge answer those requests.
     if (op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) return Step::kDone;
-    ++qp.unacked;
-    if (pkt.bth().ack_requested() || qp.unacked >= m.cfg.ack_unsolicited) {
+    ++qp.resp.unacked;
+    if (pkt.bth().ack_requested() || qp.resp.unacked >= m.cfg.ack_unsolicited) {
       const Echo e = echo();
       m.ack(qp, wire::aeth::ack(), psn, &e);
     }
@@ -415,14 +424,14 @@ struct Responder {
   }
 
   Step nak(uint8_t syndrome, uint32_t nak_psn, bool fatal, EventKind event = EventKind::kQpFatal) {
-    if (fatal && qp.reads_count > 0) {
+    if (fatal && qp.resp.reads_count > 0) {
       // IBA orders responses: what earlier READs and atomics are owed goes first,
       // then the NAK, then the QP stops (finish_deferred_ack).
-      qp.deferred_ack = true;
-      qp.deferred_syndrome = syndrome;
-      qp.deferred_psn = nak_psn;
-      qp.closing = true;
-      qp.closing_event = event;
+      qp.cold.deferred_ack = true;
+      qp.cold.deferred_syndrome = syndrome;
+      qp.cold.deferred_psn = nak_psn;
+      qp.resp.closing = true;
+      qp.cold.closing_event = event;
       return Step::kDone;
     }
     const Echo e = echo();
@@ -445,20 +454,20 @@ struct Responder {
         case Step::kExecute: s = execute(); break;
         case Step::kAcknowledge: s = acknowledge(); break;
         case Step::kNakSequence:
-          qp.nak_sent = true;
-          ++qp.counters.nak_seq_sent;
-          s = nak(wire::aeth::nak(wire::aeth::kNakPsnSequenceError), qp.epsn, false);
+          qp.resp.nak_sent = true;
+          ++qp.cold.counters.nak_seq_sent;
+          s = nak(wire::aeth::nak(wire::aeth::kNakPsnSequenceError), qp.resp.epsn, false);
           break;
         case Step::kNakRnr:
-          ++qp.counters.rnr_nak_sent;
-          s = nak(wire::aeth::rnr_nak(qp.attr.min_rnr_timer), psn, false);
+          ++qp.cold.counters.rnr_nak_sent;
+          s = nak(wire::aeth::rnr_nak(qp.cold.attr.min_rnr_timer), psn, false);
           break;
         case Step::kNakInvalid:
-          ++qp.counters.nak_invalid_sent;
+          ++qp.cold.counters.nak_invalid_sent;
           s = nak(wire::aeth::nak(wire::aeth::kNakInvalidRequest), psn, true, EventKind::kQpRequestError);
           break;
         case Step::kNakAccess:
-          ++qp.counters.nak_access_sent;
+          ++qp.cold.counters.nak_access_sent;
           s = nak(wire::aeth::nak(wire::aeth::kNakRemoteAccessError), psn, true, EventKind::kQpAccessError);
           break;
         case Step::kNakRemoteOp:
@@ -473,17 +482,17 @@ struct Responder {
 }  // namespace
 
 void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
-  if (qp.closing) [[unlikely]] return;  // a fatal NAK is queued: nothing more is accepted
-  const uint32_t before = qp.epsn;
+  if (qp.resp.closing) [[unlikely]] return;  // a fatal NAK is queued: nothing more is accepted
+  const uint32_t before = qp.resp.epsn;
   Responder{*this, qp, pkt, from_ooo}.run();
-  if (qp.epsn == before || qp.ooo_head == kNil || qp.state == QpState::kError) return;
+  if (qp.resp.epsn == before || qp.resp.ooo_head == kNil || qp.state == QpState::kError) return;
   // Selective repeat: the gap moved; execute what was kept and is now in order.
-  while (qp.ooo_head != kNil && qp.state != QpState::kError) {
-    const uint32_t slot = qp.ooo_head;
-    const int32_t d = psn_diff(ooo[slot].psn, qp.epsn);
+  while (qp.resp.ooo_head != kNil && qp.state != QpState::kError) {
+    const uint32_t slot = qp.resp.ooo_head;
+    const int32_t d = psn_diff(ooo[slot].psn, qp.resp.epsn);
     if (d > 0) break;
-    qp.ooo_head = ooo[slot].next;
-    --qp.ooo_count;
+    qp.resp.ooo_head = ooo[slot].next;
+    --qp.resp.ooo_count;
     if (d == 0) {
       wire::Packet kept;
       const OooSlot& s = ooo[slot];
@@ -500,40 +509,83 @@ void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo)
   if (qp.mac_pending) return;  // no address to answer to yet; the requester will retry
   const bool fatal = wire::aeth::type(syndrome) == wire::aeth::kNak &&
                      wire::aeth::value(syndrome) != wire::aeth::kNakPsnSequenceError;
-  if (qp.reads_count > 0 && !fatal) {
+  if (qp.resp.reads_count > 0 && !fatal) {
     // IBA orders responses: an ACK must not overtake READ responses still to go.
-    qp.deferred_ack = true;
-    qp.deferred_syndrome = syndrome;
-    qp.deferred_psn = psn;
+    qp.cold.deferred_ack = true;
+    qp.cold.deferred_syndrome = syndrome;
+    qp.cold.deferred_psn = psn;
     return;
   }
   wire::TransportFields t;
   t.opcode = Opcode::kAck;
   t.psn = psn;
   t.syndrome = syndrome;
-  t.msn = qp.msn;
+  t.msn = qp.resp.msn;
   t.ecn = wire::kEcnNotEct;
   const Queued q = queue_control(qp, qp.resp_hdr(), t, echo);
   if (wire::aeth::type(syndrome) == wire::aeth::kAck) {
-    qp.counters.acks_sent += q == Queued::kNew;
-    qp.unacked = 0;
-    qp.ce_unacked = 0;
+    qp.cold.counters.acks_sent += q == Queued::kNew;
+    qp.resp.unacked = 0;
+    qp.resp.ce_unacked = 0;
   }
 }
 
 void Engine::Impl::finish_deferred_ack(Qp& qp) {
-  if (!qp.deferred_ack) return;
-  qp.deferred_ack = false;
-  ack(qp, qp.deferred_syndrome, qp.deferred_psn, nullptr);
-  if (qp.closing) fail_responder(qp, qp.closing_event);
+  if (!qp.cold.deferred_ack) return;
+  qp.cold.deferred_ack = false;
+  ack(qp, qp.cold.deferred_syndrome, qp.cold.deferred_psn, nullptr);
+  if (qp.resp.closing) fail_responder(qp, qp.cold.closing_event);
 }
 
 // No WQE reports a responder's error: the QP goes to error and its owner
 // learns why from an asynchronous event.
 void Engine::Impl::fail_responder(Qp& qp, EventKind event) {
-  qp.closing = false;
+  qp.resp.closing = false;
   to_error(qp, WcStatus::kWrFlushErr);
   raise(event, 0, qp.qpn);
+}
+
+bool Engine::Impl::send_read_response(Qp& qp) {
+  ReadJob& job = qp.cold.reads[qp.cold.reads_head];
+  if (job.atomic) {
+    // The Atomic Acknowledge: AETH and the value the target held before.
+    wire::TransportFields f;
+    f.opcode = Opcode::kAtomicAck;
+    f.psn = job.psn;
+    f.syndrome = wire::aeth::ack();
+    f.msn = qp.resp.msn;
+    f.orig = job.orig;
+    f.ecn = wire::kEcnNotEct;
+    const uint32_t frame_bytes = send_frame(qp, f, nullptr, 0, 0, false, false);
+    pace(qp, frame_bytes);
+    qp.cold.reads_head = (qp.cold.reads_head + 1) % static_cast<uint32_t>(qp.cold.reads.size());
+    --qp.resp.reads_count;
+    if (qp.resp.reads_count == 0) finish_deferred_ack(qp);
+    return true;
+  }
+  const Mr& mr = mrs[job.mr];
+  const uint32_t idx = psn_distance(job.psn, job.first_psn);
+  const uint32_t len = std::min(qp.mtu(), job.remaining);
+  wire::TransportFields f;
+  f.opcode = read_response_opcode(idx, job.npkts);
+  f.psn = job.psn;
+  f.syndrome = wire::aeth::ack();
+  f.msn = qp.resp.msn;
+  const wire::Segment seg{mr.at(job.va), len};
+  const uint32_t frame_bytes = send_frame(qp, f, &seg, len ? 1 : 0, len, mr.phantom, false);
+  ++qp.cold.counters.tx_data_packets;
+  qp.cold.counters.tx_payload_bytes += len;
+  qp.flow.on_send(now_ns, len);
+  pace(qp, frame_bytes);
+  job.va += len;
+  job.remaining -= len;
+  job.psn = psn_add(job.psn, 1);
+  if (psn_distance(job.psn, job.first_psn) >= job.npkts) {
+    qp.cold.reads_head = (qp.cold.reads_head + 1) % static_cast<uint32_t>(qp.cold.reads.size());
+    --qp.resp.reads_count;
+    if (qp.resp.reads_count == 0) finish_deferred_ack(qp);
+  }
+  return true;
 }
 
 void Engine::Impl::send_cnp(Qp& qp) {
@@ -546,7 +598,7 @@ void Engine::Impl::send_cnp(Qp& qp) {
   wire::TransportFields t;
   t.opcode = Opcode::kCnp;
   t.becn = true;
-  qp.counters.cnps_sent += queue_control(qp, cnp, t, nullptr) == Queued::kNew;
+  qp.cold.counters.cnps_sent += queue_control(qp, cnp, t, nullptr) == Queued::kNew;
 }
 
 }  // namespace tita::engine

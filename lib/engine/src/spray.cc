@@ -145,7 +145,7 @@ bool parse_spray_policy(std::string_view name, SprayPolicy* out) {
 }
 
 uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool retransmission) {
-  SprayState& s = *qp.spray;
+  SprayState& s = *qp.cold.spray;
   const auto k = static_cast<uint32_t>(s.paths.size());
   const uint32_t slot = psn & (cfg.sr_window - 1);
   if (w.needs_response()) {
@@ -192,12 +192,12 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
   if (s.rack_deadline_ns == kNever) {  // a later one is found when this fires
     s.rack_deadline_ns = now_ns + probe_timeout(s, cfg, reorder_window(s, cfg));
   }
-  return wire::dodge_set(s.mask, qp.udp_sport, s.paths[i].value);
+  return wire::dodge_set(s.mask, qp.cold.udp_sport, s.paths[i].value);
 }
 
 void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t trigger, uint32_t ce,
                                    uint64_t rtt_ns) {
-  SprayState& s = *qp.spray;
+  SprayState& s = *qp.cold.spray;
   const uint32_t w = cfg.sr_window - 1;
   for (uint32_t p = from; psn_before(p, to); p = psn_add(p, 1)) {
     const uint8_t i = s.psn_path[p & w];
@@ -232,7 +232,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
 }
 
 uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
-  SprayState& s = *qp.spray;
+  SprayState& s = *qp.cold.spray;
   s.rack_deadline_ns = kNever;
   // RACK: the delivered packet sent last arrived rack_rtt after it was sent;
   // a packet sent before it is lost once that long and a window have passed.
@@ -242,10 +242,10 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
   uint32_t last = 0;  // the outstanding packet sent last, if nothing sent after it arrived
   uint64_t last_sent = 0;
   bool have_last = false;
-  for (uint32_t p = qp.snd_una; psn_before(p, qp.snd_max); p = psn_add(p, 1)) {
+  for (uint32_t p = qp.comp.snd_una; psn_before(p, qp.req.snd_max); p = psn_add(p, 1)) {
     const uint32_t bit = p & w;
     const uint8_t i = s.psn_path[bit];
-    if (i == kUnsprayed || bit_test(qp.sacked, bit) || bit_test(qp.retx, bit)) continue;
+    if (i == kUnsprayed || bit_test(qp.cold.sacked, bit) || bit_test(qp.cold.retx, bit)) continue;
     const uint64_t sent = s.psn_sent_ns[bit];
     if (sent >= s.rack_sent_ns) {  // nothing sent after it has arrived yet
       if (!have_last || sent >= last_sent) {
@@ -260,8 +260,7 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
       s.rack_deadline_ns = std::min(s.rack_deadline_ns, due);
       continue;
     }
-    bit_set(qp.retx, bit);
-    ++qp.retx_count;
+    mark_lost(qp, p, /*again=*/true);
     lost += qp.mtu();
     SprayPath& path = s.paths[i];
     if (s.psn_generation[bit] != path.generation) continue;  // the value it went on is gone already
@@ -294,8 +293,7 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
       s.probed_rack_sent_ns = s.rack_sent_ns;
       ++s.probes_unanswered;
       ++s.tail_probes;
-      bit_set(qp.retx, last & w);
-      ++qp.retx_count;
+      mark_lost(qp, last, /*again=*/true);
       lost += qp.mtu();
     }
   }
@@ -307,7 +305,7 @@ void Engine::Impl::spray_on_timeout(Qp& qp, uint64_t silent_since_ns) {
   // Every value that delivered nothing in that time is given up, so the
   // resent packets try other paths (values that all lead into one black hole
   // cannot keep a QP there).
-  SprayState& s = *qp.spray;
+  SprayState& s = *qp.cold.spray;
   for (SprayPath& p : s.paths) {
     if (p.delivered_ns <= silent_since_ns) {
       replace(s, p, true);
@@ -346,7 +344,7 @@ int Engine::set_spray(uint32_t qp_num, const SprayConfig& sc, std::string* err) 
     if (err) *err = "spray: no QP " + std::to_string(qp_num);
     return -EINVAL;
   }
-  if (const int rc = check_spray(sc, qp->path ? qp->path->cfg : PathConfig{}, err); rc != 0) return rc;
+  if (const int rc = check_spray(sc, qp->cold.path ? qp->cold.path->cfg : PathConfig{}, err); rc != 0) return rc;
   m.spray_init(*qp, sc);
   m.reconsider(*qp);
   return 0;
@@ -354,7 +352,7 @@ int Engine::set_spray(uint32_t qp_num, const SprayConfig& sc, std::string* err) 
 
 void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
   if (sc.paths == 0) {
-    qp.spray.reset();
+    qp.cold.spray.reset();
     set_ack_every(qp);
     return;
   }
@@ -362,7 +360,7 @@ void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
   auto s = std::make_unique<SprayState>();
   s->cfg = sc;
   s->mask = mask;
-  s->base = static_cast<uint16_t>(wire::dodge_get(mask, qp.udp_sport));
+  s->base = static_cast<uint16_t>(wire::dodge_get(mask, qp.cold.udp_sport));
   s->paths.resize(sc.paths);
   for (uint32_t i = 0; i < sc.paths; ++i) {
     s->paths[i].value = initial_value(*s, i);
@@ -374,14 +372,14 @@ void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
   s->psn_path.assign(cfg.sr_window, kUnsprayed);
   s->psn_generation.assign(cfg.sr_window, 0);
   s->psn_sent_ns.assign(cfg.sr_window, 0);
-  qp.spray = std::move(s);
+  qp.cold.spray = std::move(s);
   set_ack_every(qp);
 }
 
 int Engine::spray_info(uint32_t qp_num, SprayInfo* out) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
-  if (qp == nullptr || qp->spray == nullptr) return -EINVAL;
-  const SprayState& s = *qp->spray;
+  if (qp == nullptr || qp->cold.spray == nullptr) return -EINVAL;
+  const SprayState& s = *qp->cold.spray;
   out->active = qp->spraying();
   out->retired = s.retired;
   out->replaced = s.replaced;
@@ -390,7 +388,7 @@ int Engine::spray_info(uint32_t qp_num, SprayInfo* out) const {
   for (const SprayPath& p : s.paths) {
     SprayPathInfo i = p.stats;
     i.value = p.value;
-    i.udp_sport = wire::dodge_set(s.mask, qp->udp_sport, p.value);
+    i.udp_sport = wire::dodge_set(s.mask, qp->cold.udp_sport, p.value);
     out->paths.push_back(i);
   }
   return 0;

@@ -452,8 +452,12 @@ class Engine {
   // The numbers of the QPs that exist, in creation order.
   std::vector<uint32_t> qp_numbers() const;
   int qp_info(uint32_t qp_num, QpInfo* out) const;
-  // Bytes of engine state per QP (fixed part, without its work queues).
+  // Bytes of engine state per QP (fixed part, without its work queues), and
+  // of that the part the data path writes per packet (requester, completer,
+  // responder, congestion control), which comes first; the rest (attributes,
+  // header templates, counters, path control) lies apart.
   static size_t qp_state_bytes();
+  static size_t qp_hot_bytes();
 
   struct Impl;
 

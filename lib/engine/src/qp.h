@@ -1,0 +1,360 @@
+// A QP's state, split by the role that owns it, as rxe keeps qp->req,
+// qp->resp and qp->comp apart (rxe_verbs.h):
+//
+//   req    the requester (requester.cc): segments send WRs into request
+//          packets, paces them, resends what the completer or spraying
+//          declared lost.
+//   comp   the completer (completer.cc): ACKs, NAKs and READ responses
+//          retire send WRs; the retransmission timer and the retry budgets.
+//   resp   the responder (responder.cc): checks, executes and acknowledges
+//          the peer's requests, answers its READs and atomics.
+//   flow   congestion control (cc/), fed by the completer, read by the
+//          requester's pacing.
+//   cold   what the data path reads but does not write per packet, or
+//          touches only on rare events: attributes, header templates,
+//          counters, the storage behind the queues, path control and
+//          spraying (path.cc, spray.cc).
+//
+// Each role writes its own part. A role that needs another to act calls the
+// owner's function (the completer asks the requester to rewind() or to
+// resend a PSN, mark_lost(); the requester asks the completer to arm_rto());
+// it reads other parts freely. Transitions of the whole QP - modify_qp, the
+// move to ERROR, RESET, a path change - set every part, each through its
+// reset or its owner's function where one exists.
+//
+// The hot parts (identity, req, comp, resp, flow) come first and fit in
+// kMaxHotBytes; the cold part starts on a cache line of its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tita/cc/cc.h"
+#include "tita/engine/engine.h"
+#include "tita/engine/timing_wheel.h"
+#include "tita/wire/frame.h"
+#include "tita/wire/psn.h"
+
+namespace tita::engine {
+
+inline constexpr uint64_t kNever = TimingWheel::kNever;
+inline constexpr uint32_t kNil = TimingWheel::kNone;
+
+struct SendWqe {
+  uint64_t wr_id = 0;
+  uint64_t remote_addr = 0;
+  uint64_t seq_start = 0;  // cumulative payload bytes of the QP before this WR
+  uint64_t compare_add = 0;  // atomics
+  uint64_t swap = 0;
+  uint32_t rkey = 0;
+  uint32_t length = 0;
+  uint32_t imm = 0;
+  uint32_t first_psn = 0;  // assigned when the WR starts
+  uint32_t npkts = 0;      // SEND/WRITE: request packets; READ: response packets; atomic: 1
+  uint32_t read_pkts = 0;  // READ and atomic: response packets received in order (the completer's)
+  WrOpcode opcode = WrOpcode::kSend;
+  uint8_t num_sge = 0;
+  bool signaled = false;
+  bool solicited = false;
+  bool fence = false;
+  bool inline_data = false;  // the payload is in the QP's inline slot of this WQE
+  bool started = false;
+  Sge sge[kMaxSge];
+
+  bool is_read() const { return opcode == WrOpcode::kRdmaRead; }
+  bool is_atomic() const { return engine::is_atomic(opcode); }
+  // READs and atomics complete with the responder's response, not an ACK.
+  bool needs_response() const { return is_read() || is_atomic(); }
+  uint32_t last_psn() const { return wire::psn_add(first_psn, npkts - 1); }
+};
+
+struct RecvWqe {
+  uint64_t wr_id = 0;
+  uint32_t length = 0;  // sum of the SGEs
+  uint8_t num_sge = 0;
+  Sge sge[kMaxSge];
+};
+
+// A READ or atomic the responder is answering (its responder resource).
+struct ReadJob {
+  uint64_t va = 0;
+  uint64_t orig = 0;       // atomic: the value before the operation
+  uint32_t remaining = 0;  // bytes still to send
+  uint32_t psn = 0;        // next response PSN
+  uint32_t first_psn = 0;
+  uint32_t npkts = 0;
+  uint32_t mr = 0;         // MR index (0: none, a zero-length READ)
+  bool atomic = false;     // answered with one Atomic Acknowledge
+};
+
+// The result of an executed atomic, kept to answer a duplicate of it (IBA
+// 9.7.5.1.4: a duplicate atomic is never executed twice).
+struct AtomicResult {
+  uint32_t psn = 0;
+  uint64_t orig = 0;
+  bool valid = false;
+};
+
+// Where a multi-packet request message stands at the responder.
+enum class InMessage : uint8_t { kNone, kSend, kWrite };
+
+// Path control (Hash Dodging, path.cc): the dodge values in use and what the
+// detection rules have seen.
+struct PathState {
+  PathConfig cfg;
+  bool on = false;
+  uint16_t mask = 0;        // cfg.mask resolved
+  uint16_t dodge = 0;       // carried by this QP's requests
+  uint16_t resp_dodge = 0;  // carried by its responses (the peer's requests')
+  bool progressed = false;  // the responder acknowledged something once (the stall rule waits for it)
+  uint8_t stalls = 0;       // stall repaths since the last progress
+  uint8_t patience = 0;     // stall windows doubled this often: stall repaths proved spurious
+  bool stall_open = false;  // a stall repath whose verdict is out (spurious or not)
+  uint64_t stall_ns = 0;    // when it happened
+  uint32_t timeouts = 0;    // RTOs since the last progress
+  uint64_t progress_ns = 0;       // the responder's cumulative ACK last moved (or data left into an empty pipe)
+  uint64_t deadline_ns = kNever;  // next stall check
+  uint64_t congestion_ns = 0;     // last congestion signal; 0: none
+  bool congested = false;         // a congestion signal was ever seen (congestion_ns valid)
+  uint64_t srtt_ns = 0;
+  // Rounds: a round ends when the ACK covers what was out when it began (the
+  // first round: what was out at its first ACK).
+  bool round_open = false;
+  bool round_end_set = false;
+  bool round_congested = false;
+  uint32_t round_start = 0;      // snd_una when the round began
+  uint32_t round_end = 0;        // the round ends when snd_una passes this PSN
+  uint32_t round_lost = 0;       // packets a NAK, a SACK hole or a READ gap said were lost
+  uint32_t lossy_rounds = 0;
+  // Throughput window (kNever: not started, the QP was idle).
+  uint64_t win_start_ns = kNever;
+  uint64_t win_una_bytes = 0;
+  uint64_t win_sent_bytes = 0;
+  uint64_t win_rate_bps = 0;
+  bool win_congested = false;
+  wire::HeaderTemplate resp_hdr;  // the QP's ACKs, NAKs and READ responses (follow the peer's dodge)
+};
+
+// Spraying (spray.cc): the QP's entropy values and, per PSN in the
+// selective-repeat window, the value it went out on and when.
+struct SprayPath {
+  uint16_t value = 0;
+  uint8_t generation = 0;  // bumped when the value is replaced: older packets are not its
+  bool class_kept = false;  // offset policy: replaced within its class (spray.cc, replace)
+  uint32_t lost_in_row = 0;
+  uint64_t delivered_ns = 0;       // when one of its packets was last acknowledged
+  uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged (or of its first)
+  uint64_t echoed_ns = 0;          // when an ACK came back on it (its own: both directions work)
+  SprayPathInfo stats;
+};
+struct SprayState {
+  SprayConfig cfg;
+  uint16_t mask = 0;
+  uint16_t base = 0;              // the QP's own dodge value
+  std::vector<SprayPath> paths;   // cfg.paths of them
+  uint32_t next = 0;              // round robin
+  std::vector<uint8_t> recycle;   // REPS: paths whose last ACK was clean, FIFO (a ring)
+  uint32_t recycle_head = 0;
+  uint32_t recycle_count = 0;
+  uint32_t fresh = 0;             // where the search for an unused value resumes
+  std::vector<uint8_t> retired_values;  // by value: lost its packets (skipped until all are)
+  std::vector<uint8_t> psn_path;      // by PSN mod sr_window
+  std::vector<uint8_t> psn_generation;  // the path's generation when it was sent
+  std::vector<uint64_t> psn_sent_ns;  // by PSN mod sr_window
+  uint64_t rack_sent_ns = 0;      // send time of the latest-sent packet known delivered
+  uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
+  uint64_t rack_deadline_ns = kNever;
+  uint64_t probed_rack_sent_ns = UINT64_MAX;  // rack_sent_ns when the tail was last probed
+  uint32_t probes_unanswered = 0;  // probes sent since rack_sent_ns last moved
+  uint64_t retired = 0;
+  uint64_t replaced = 0;
+  uint64_t tail_probes = 0;
+};
+
+// ---- requester (requester.cc)
+struct ReqState {
+  SendWqe* sq = nullptr;    // ring of sq_mask + 1 (cold.sq_ring)
+  uint32_t sq_mask = 0;
+  uint32_t sq_next = 0;     // WR that the next new packet comes from
+  uint32_t sq_tail = 0;     // next free slot (post_send: the application's producer index)
+  uint32_t snd_nxt = 0;     // next PSN to send (moves back on go-back-N)
+  uint32_t snd_max = 0;     // one past the highest PSN ever sent
+  uint32_t retx_count = 0;  // selective repeat: PSNs marked to resend (bits in sr_bits, kRetx)
+  uint64_t nxt_bytes = 0;   // position of snd_nxt in sequence space
+  uint64_t max_bytes = 0;   // position of snd_max
+  uint64_t next_seq = 0;    // sequence space handed out to started WRs
+  uint64_t next_send_ps = 0;  // pacing: earliest time of the next data packet, picoseconds
+  uint32_t reads_started = 0;  // READs and atomics started (outstanding: minus comp.reads_retired)
+  uint32_t asked_psn = 0;   // the newest request packet sent with AckReq
+  // AckReq on every Nth packet: 1 for algorithms defined on a sample per packet
+  // (INT, the ACK echo of CE marks), else EngineConfig::ack_req_every (init_flow).
+  uint32_t ack_every = 1;
+  bool asked = false;
+};
+
+// ---- completer (completer.cc)
+struct CompState {
+  uint32_t sq_head = 0;    // oldest WR not completed
+  uint32_t snd_una = 0;    // oldest unacknowledged PSN
+  uint32_t acked_psn = 0;  // highest PSN the responder has acknowledged (ACK, or NAK - 1)
+  uint32_t reads_retired = 0;  // READs and atomics completed (see ReqState::reads_started)
+  uint64_t una_bytes = 0;  // payload bytes acknowledged (sequence space)
+  uint64_t rto_deadline_ns = kNever;
+  uint64_t rnr_deadline_ns = kNever;  // an RNR NAK's wait; the requester holds new packets meanwhile
+  uint32_t rnr_psn = 0;        // where to resume after the RNR wait
+  uint32_t read_retry_psn = 0;  // last READ response PSN re-requested (one retry per gap)
+  uint8_t retry_left = 7;
+  uint8_t rnr_left = 7;
+  uint8_t backoff = 0;
+  bool read_retry_armed = false;
+};
+
+// RTT measured by the completer toward a peer that echoes no telemetry (rxe,
+// a RoCE NIC): one probe at a time, an AckReq packet sent once and answered by
+// an ACK; a resend of it voids the probe (Karn), so loss never inflates a
+// sample. Once per round trip: cold.
+struct RttProbe {
+  bool armed = false;
+  uint32_t psn = 0;
+  uint64_t sent_ns = 0;
+};
+
+// ---- responder (responder.cc)
+struct RespState {
+  RecvWqe* rq = nullptr;  // ring of rq_mask + 1 (cold.rq_ring)
+  uint32_t rq_mask = 0;
+  uint32_t rq_head = 0;
+  uint32_t rq_tail = 0;   // post_recv: the application's producer index
+  uint32_t epsn = 0;      // expected PSN
+  uint32_t msn = 0;
+  uint32_t recv_offset = 0;  // bytes of the current SEND placed in rq[rq_head]
+  uint64_t write_va = 0;
+  uint32_t write_remaining = 0;
+  uint32_t write_total = 0;
+  uint32_t write_mr = 0;
+  uint32_t unacked = 0;    // in-order packets since the last ACK
+  uint32_t reads_count = 0;  // READ responses and atomic ACKs owed (cold.reads ring)
+  uint32_t ooo_head = kNil;  // selective repeat: kept frames, by PSN
+  uint32_t ooo_count = 0;
+  // The QP's ACK (or sequence NAK) and CNP waiting in the control ring, as
+  // absolute ring positions modulo 2^32 (Impl::control_popped counts; the
+  // frame there is checked to be the QP's, of that kind); kNoControl if none.
+  static constexpr uint32_t kNoControl = ~uint32_t{0};
+  uint32_t waiting_ack = kNoControl;
+  uint32_t waiting_cnp = kNoControl;
+  InMessage in_message = InMessage::kNone;
+  uint8_t ce_unacked = 0;  // of the unacked packets, CE-marked
+  bool nak_sent = false;   // go-back-N: a sequence NAK for epsn is out
+  bool ooo_share = false;  // selective repeat in RTR/RTS: counts sr_window slots towards the pool
+  // A fatal NAK waiting behind READ responses and atomic ACKs owed for earlier
+  // requests: the QP accepts nothing more and goes to error once it is sent.
+  bool closing = false;
+};
+
+// ---- read-mostly and rare state
+struct QpCold {
+  QpInitAttr init;  // as create_qp settled it
+  QpAttr attr;
+  wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
+  const cc::Params* cc_params = nullptr;
+  uint16_t udp_sport = 0;
+  uint8_t max_sge = kMaxSge;
+  bool sq_sig_all = false;
+  bool comm_est = false;  // kCommEstablished raised
+  // The responder's READ/atomic ring (max_dest_rd_atomic; its count is hot).
+  uint32_t reads_head = 0;
+  // An ACK/NAK held back until READ responses before it have gone (IBA ordering).
+  bool deferred_ack = false;
+  uint8_t deferred_syndrome = 0;
+  uint32_t deferred_psn = 0;
+  EventKind closing_event = EventKind::kQpFatal;
+  uint32_t atomic_next = 0;
+  cc::NpState np;  // CNP pacing: touched for CE-marked packets only
+  RttProbe probe;  // the completer's
+  QpCounters counters;
+
+  // Storage behind the hot parts' pointers (Qp::bind).
+  std::vector<SendWqe> sq_ring;
+  std::vector<RecvWqe> rq_ring;
+  std::vector<ReadJob> reads;
+  std::vector<AtomicResult> atomic_results;  // the last max_dest_rd_atomic atomics executed
+  std::vector<uint8_t> inline_buf;  // one slot of init.max_inline_data bytes per send WQE
+  // Selective repeat, bitmaps over PSN mod sr_window: what the peer has
+  // selectively acknowledged (the completer's), what to resend and what was
+  // resent since the last timeout (the requester's).
+  std::vector<uint64_t> sacked;
+  std::vector<uint64_t> retx;
+  std::vector<uint64_t> retx_done;
+
+  // Path control and spraying: allocated only while on, so that a QP without
+  // them pays a pointer each.
+  std::unique_ptr<PathState> path;
+  std::unique_ptr<SprayState> spray;
+};
+
+// The hot parts: identity, state and what every role reads per packet, then
+// the requester, completer, responder and congestion control.
+struct QpHot {
+  uint32_t index = 0;
+  uint32_t qpn = 0;
+  uint32_t pd = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  uint32_t mtu_bytes = 1024;  // payload of a full packet: path_mtu, or QpAttr::payload_bytes
+  QpState state = QpState::kReset;
+  bool valid = false;
+  bool in_ready = false;
+  bool mac_pending = false;  // the AV's MAC waits for ARP: nothing is sent until it resolves
+  bool loopback = false;     // the peer is this engine: frames loop back internally
+  bool sr = false;           // recovery configured as selective repeat (attr.recovery)
+  // The peer is tita: its frames carry the telemetry trailer. Selective repeat
+  // runs only then (a go-back-N peer, such as Linux rxe or a RoCE NIC, would
+  // restart its go-back-N on every SACK-bearing NAK).
+  bool peer_tita = false;
+
+  ReqState req;
+  CompState comp;
+  RespState resp;
+  cc::Flow flow;
+};
+
+struct Qp : QpHot {
+  alignas(64) QpCold cold;
+
+  // Points the hot parts at the storage in cold (after it is (re)allocated).
+  void bind() {
+    req.sq = cold.sq_ring.data();
+    req.sq_mask = static_cast<uint32_t>(cold.sq_ring.size() - 1);
+    resp.rq = cold.rq_ring.data();
+    resp.rq_mask = static_cast<uint32_t>(cold.rq_ring.size() - 1);
+  }
+
+  PathState* path() const { return cold.path.get(); }
+  SprayState* spray() const { return cold.spray.get(); }
+  bool path_on() const { return cold.path != nullptr; }
+  QpCounters& counters() { return cold.counters; }
+  // Its ACKs, NAKs and READ responses: the peer's dodge value when path control is on.
+  const wire::HeaderTemplate& resp_hdr() const { return cold.path ? cold.path->resp_hdr : cold.hdr; }
+  bool spraying() const { return cold.spray != nullptr && selective(); }
+
+  uint32_t sq_size() const { return req.sq_mask + 1; }
+  uint32_t rq_size() const { return resp.rq_mask + 1; }
+  uint8_t* inline_slot(uint32_t wqe) { return cold.inline_buf.data() + size_t{wqe} * cold.init.max_inline_data; }
+  // READs and atomics the requester may have outstanding (0 still allows one).
+  uint32_t rd_atomic_limit() const { return cold.attr.max_rd_atomic > 1 ? cold.attr.max_rd_atomic : 1; }
+  uint32_t reads_outstanding() const { return req.reads_started - comp.reads_retired; }
+  uint32_t mtu() const { return mtu_bytes; }
+  // Packets of a message of `length` bytes (a zero-length one takes one).
+  uint32_t packets_for(uint32_t length) const { return engine::packets_for(length, mtu_bytes); }
+  // Selective repeat as configured and as the peer speaks it.
+  bool selective() const { return sr && peer_tita; }
+  uint64_t inflight_bytes() const { return req.nxt_bytes - comp.una_bytes; }
+};
+
+// What a QP's per-packet state may take (issue 17: 64k QPs per engine).
+inline constexpr size_t kMaxHotBytes = 512;
+static_assert(sizeof(QpHot) <= kMaxHotBytes, "a QP's hot state must stay within 512 bytes");
+
+}  // namespace tita::engine
