@@ -163,13 +163,6 @@ int Engine::dereg_mr(uint32_t lkey) {
   return 0;
 }
 
-const Mr* Engine::Impl::mr_by_key(uint32_t key) const {
-  const uint32_t index = key >> 8;
-  if (index == 0 || index >= mrs.size()) return nullptr;
-  const Mr& mr = mrs[index];
-  return mr.valid && mr.key == key ? &mr : nullptr;
-}
-
 namespace {
 constexpr uint32_t kMaxCqEntries = 1u << 22;
 }
@@ -773,8 +766,7 @@ void Engine::Impl::complete(uint32_t cq, const WorkCompletion& wc, bool solicite
   }
 }
 
-void Engine::Impl::settle() {
-  if (cq_errors.empty()) [[likely]] return;
+void Engine::Impl::fail_cq_qps() {
   const std::vector<uint32_t> failed = std::move(cq_errors);
   cq_errors.clear();
   for (auto& qp : qps) {
@@ -886,6 +878,10 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
     }
     if (qp->cold.path && qp->cold.path->cfg.follow_peer) path_follow(*qp, pkt);
     respond(*qp, pkt, false);
+    // A request changes what the QP may send only by the READ responses and
+    // atomic acknowledgements it now owes (ACKs and NAKs are control frames).
+    if (qp->resp.reads_count > 0) reconsider(*qp);
+    return;
   } else if (qp->state == QpState::kRts) {
     complete_response(*qp, pkt);
   } else {
@@ -985,8 +981,11 @@ void Engine::poll(uint64_t now_ns) {
     m.reconsider(*qp);
     if (--turns == 0) {
       // Every ready QP had a turn; control frames made meanwhile go first.
-      m.flush_control();
-      budget = std::min(budget, m.io->tx_space());
+      // (Data frames go to the host a burst at a time, not per round.)
+      if (m.control_count > 0) {
+        m.flush_control();
+        budget = std::min(budget, m.io->tx_space());
+      }
       turns = m.ready_count;
     }
   }
@@ -1062,7 +1061,7 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
   if (cfg.compute_icrc && !phantom) {
     wire::finish_frame(tx_hdr, tx.hdr_len, {payload, n_payload}, tx_tail);
   } else {
-    std::memset(tx_tail, 0, pad + wire::kIcrcBytes);  // ICRC left zero: receivers skip the check
+    std::memset(tx_tail, 0, 8);  // pad (up to 3) and ICRC left zero: receivers skip the check
   }
   tx.tail = tx_tail;
   tx.tail_len = pad + wire::kIcrcBytes;
@@ -1093,11 +1092,15 @@ ControlFrame* Engine::Impl::waiting_control(uint32_t position, uint32_t qpn, Con
 }
 
 // Control frames wait here while the port has no room (a PFC pause, or data
-// filling the port). ACKs and sequence NAKs without a SACK are cumulative: a new one takes the
+// filling the port), and ACKs at least until the end of the receive burst.
+// ACKs and sequence NAKs without a SACK are cumulative: a new one takes the
 // place of the QP's one still waiting, adding its CE count, so a paused NIC
 // neither loses the last ACK of a message nor a CE mark, and its ring holds at
-// most one per QP; a CNP waiting says what a new one would. Any other control
-// frame (a fatal NAK) keeps its order: later ACKs queue behind it.
+// most one per QP. Their frames are built when they leave (flush_control):
+// what a newer one changes is a few fields, and an ACK per packet for the
+// algorithms that ask for it costs one frame per burst. A CNP waiting says
+// what a new one would. Any other control frame (a fatal NAK) is built now and
+// keeps its order: later ACKs queue behind it.
 Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr,
                                                  const wire::TransportFields& t, const Echo* echo) {
   using Kind = ControlFrame::Kind;
@@ -1112,14 +1115,14 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
   ControlFrame* w = kind == Kind::kAck ? waiting_control(qp.resp.waiting_ack, qp.qpn, kind)
                     : kind == Kind::kCnp ? waiting_control(qp.resp.waiting_cnp, qp.qpn, kind)
                                          : nullptr;
-  Echo merged;
   Queued result = Queued::kNew;
+  uint8_t ce_before = 0;
+  const Echo none;
   if (w != nullptr) {
     ++counters.control_coalesced;
     if (kind == Kind::kCnp) return Queued::kMerged;
-    merged = echo != nullptr ? *echo : Echo{};
-    merged.ce_packets = static_cast<uint8_t>(std::min(255, merged.ce_packets + w->ce_packets));
-    echo = &merged;
+    ce_before = w->ce_packets;  // the one it replaces echoed marks: they are not lost
+    if (echo == nullptr) echo = &none;
     result = Queued::kMerged;
   } else if (control_count == control.size()) [[unlikely]] {
     ++counters.control_ring_full;
@@ -1134,7 +1137,46 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
   }
   ControlFrame& c = *w;
   c.kind = kind;
-  c.ce_packets = echo != nullptr ? echo->ce_packets : 0;
+  c.qp_num = qp.qpn;
+  c.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
+  c.loopback = qp.loopback;
+  EchoCopy copy;
+  if (echo != nullptr && cfg.telemetry) {
+    copy.on = true;
+    copy.ce_packets = static_cast<uint8_t>(std::min(255, echo->ce_packets + ce_before));
+    copy.path_hops = echo->path_hops;
+    copy.udp_sport = echo->udp_sport;
+    copy.sack_psn = echo->sack_psn;
+    if (const wire::TelemetryHdr* in = echo->trailer) {
+      copy.ts_ns = in->ts_ns.get();
+      copy.n_hops = in->hops();
+      copy.overflow = in->overflow();
+      std::memcpy(copy.hops, wire::telemetry_hops(in), copy.n_hops * sizeof(wire::TelemetryHop));
+    }
+  } else if (echo != nullptr) {
+    copy.udp_sport = echo->udp_sport;
+  }
+  c.ce_packets = echo != nullptr ? static_cast<uint8_t>(std::min(255, echo->ce_packets + ce_before)) : 0;
+  if (kind == Kind::kAck) {
+    PendingAck a;
+    a.psn = t.psn;
+    a.msn = t.msn;
+    a.syndrome = t.syndrome;
+    // Only the echo's used part: its INT records are most of it.
+    std::memcpy(&a.echo, &copy, offsetof(EchoCopy, hops) + copy.n_hops * sizeof(wire::TelemetryHop));
+    std::memcpy(c.data, &a, offsetof(PendingAck, echo) + offsetof(EchoCopy, hops) +
+                                copy.n_hops * sizeof(wire::TelemetryHop));
+    c.pending = true;
+    c.len = 0;
+    return result;
+  }
+  c.pending = false;
+  build_control(c, hdr, t, echo != nullptr ? &copy : nullptr);
+  return result;
+}
+
+void Engine::Impl::build_control(ControlFrame& c, const wire::HeaderTemplate& hdr, const wire::TransportFields& t,
+                                 const EchoCopy* echo) {
   c.len = hdr.write(t, 0, c.data);
   if (echo != nullptr && echo->udp_sport != 0) {  // before the ICRC, which covers it
     set_udp_sport(hdr, c.data, echo->udp_sport);
@@ -1145,27 +1187,21 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
     std::memset(c.data + c.len, 0, wire::kIcrcBytes);
   }
   c.len += wire::kIcrcBytes;
-  if (echo != nullptr && cfg.telemetry) {
+  if (echo != nullptr && echo->on) {
     uint8_t* tr = c.data + c.len;
-    const wire::TelemetryHdr* in = echo->trailer;
-    const uint32_t ts = in ? in->ts_ns.get() : 0;
-    c.len += wire::telemetry_write(tr, wire::TelemetryHdr::kEcho, ts, echo->ce_packets, echo->path_hops);
+    c.len += wire::telemetry_write(tr, wire::TelemetryHdr::kEcho, echo->ts_ns, echo->ce_packets, echo->path_hops);
     if (echo->sack_psn >= 0) {
       tr[1] |= wire::TelemetryHdr::kSack;
       reinterpret_cast<wire::TelemetrySack*>(c.data + c.len)->psn.set(static_cast<uint32_t>(echo->sack_psn));
       c.len += sizeof(wire::TelemetrySack);
     }
-    if (in != nullptr && in->hops() > 0) {
-      const uint32_t bytes = in->hops() * sizeof(wire::TelemetryHop);
-      std::memcpy(c.data + c.len, wire::telemetry_hops(in), bytes);
+    if (echo->n_hops > 0) {
+      const uint32_t bytes = echo->n_hops * sizeof(wire::TelemetryHop);
+      std::memcpy(c.data + c.len, echo->hops, bytes);
       c.len += bytes;
-      tr[1] = static_cast<uint8_t>(tr[1] | in->hops() | (in->overflow() ? wire::TelemetryHdr::kOverflow : 0));
+      tr[1] = static_cast<uint8_t>(tr[1] | echo->n_hops | (echo->overflow ? wire::TelemetryHdr::kOverflow : 0));
     }
   }
-  c.qp_num = qp.qpn;
-  c.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
-  c.loopback = qp.loopback;
-  return result;
 }
 
 void Engine::Impl::flush_control() {
@@ -1173,7 +1209,29 @@ void Engine::Impl::flush_control() {
   const uint32_t room = control_count ? io->tx_space() : 0;
   uint32_t space = room > tx_count ? room - tx_count : 0;
   while (control_count > 0) {
-    const ControlFrame& c = control[control_head];
+    ControlFrame& c = control[control_head];
+    if (c.pending) {
+      // Built now, from the QP's current headers; dropped if the QP is gone.
+      c.pending = false;
+      Qp* qp = qp_by_num(c.qp_num);
+      if (qp != nullptr) {
+        PendingAck a;
+        std::memcpy(&a, c.data, sizeof a);
+        wire::TransportFields t;
+        t.opcode = Opcode::kAck;
+        t.psn = a.psn;
+        t.syndrome = a.syndrome;
+        t.msn = a.msn;
+        t.ecn = wire::kEcnNotEct;
+        build_control(c, qp->resp_hdr(), t, &a.echo);
+      }
+    }
+    if (c.len == 0) {  // its QP was destroyed meanwhile
+      control_head = (control_head + 1) % static_cast<uint32_t>(control.size());
+      --control_count;
+      ++control_popped;
+      continue;
+    }
     if (c.loopback) {
       if (!loop_push(c.data, c.len, nullptr, 0, nullptr, 0)) break;
     } else {

@@ -53,14 +53,39 @@ struct OooSlot {
   uint32_t next = kNil;
 };
 
-// A finished control frame (ACK, NAK, CNP, ARP) waiting for tx space.
+// What an ACK or NAK echoes, copied out of the data packet that triggered it
+// (whose frame is gone by the time the ACK is built).
+struct EchoCopy {
+  bool on = false;         // an ECHO trailer (EngineConfig::telemetry)
+  bool overflow = false;   // the data packet's trailer had overflowed
+  uint8_t ce_packets = 0;
+  uint8_t path_hops = 0;
+  uint8_t n_hops = 0;      // INT records in hops
+  uint16_t udp_sport = 0;  // sprayed: the port to answer on (0: the template's)
+  int32_t sack_psn = -1;
+  uint32_t ts_ns = 0;
+  uint8_t hops[wire::kMaxTelemetryHops * sizeof(wire::TelemetryHop)];
+};
+
+// An ACK or sequence NAK whose frame is built when it leaves: a newer one
+// for the QP only updates this (kept in ControlFrame::data until then).
+struct PendingAck {
+  uint32_t psn = 0;
+  uint32_t msn = 0;
+  uint8_t syndrome = 0;
+  EchoCopy echo;
+};
+
+// A control frame (ACK, NAK, CNP, ARP) waiting for tx space.
 struct ControlFrame {
   static constexpr uint32_t kBytes = 192;
+  static_assert(sizeof(PendingAck) <= kBytes);
   uint8_t data[kBytes];
   uint32_t len = 0;
   uint32_t qp_num = 0;
   uint8_t priority = 0;
   bool loopback = false;  // for this engine itself
+  bool pending = false;   // a PendingAck in data, built by flush_control
   // kAck: an ACK or a PSN-sequence NAK, both cumulative (a newer one for the
   // QP supersedes it); kCnp: a CNP (one waiting per QP says all a newer would).
   enum class Kind : uint8_t { kOther, kAck, kCnp } kind = Kind::kOther;
@@ -154,7 +179,12 @@ struct Engine::Impl {
 
   // ---- engine.cc: objects, dispatch, scheduling, frames (the engine-wide parts)
   Qp* qp_by_num(uint32_t qpn);
-  const Mr* mr_by_key(uint32_t key) const;
+  const Mr* mr_by_key(uint32_t key) const {
+    const uint32_t index = key >> 8;
+    if (index == 0 || index >= mrs.size()) return nullptr;
+    const Mr& mr = mrs[index];
+    return mr.valid && mr.key == key ? &mr : nullptr;
+  }
   void raise(EventKind kind, uint32_t cq, uint32_t qp_num) {
     if (event_hook != nullptr) event_hook(event_ctx, Event{kind, cq, qp_num});
   }
@@ -162,7 +192,10 @@ struct Engine::Impl {
   // CQs armed solicited-only; errors always notify).
   void complete(uint32_t cq, const WorkCompletion& wc, bool solicited = false);
   // What engine calls leave to their end: QPs of overflowed CQs to error.
-  void settle();
+  void settle() {
+    if (!cq_errors.empty()) [[unlikely]] fail_cq_qps();
+  }
+  void fail_cq_qps();
   void receive_frame(const uint8_t* frame, uint32_t len);
   // Moves the QP to ERROR: the WR at `failed` (default: the oldest) completes with
   // status, every other outstanding WR and every receive is flushed.
@@ -189,6 +222,9 @@ struct Engine::Impl {
   enum class Queued : uint8_t { kNew, kMerged, kDropped };
   Queued queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
   ControlFrame* waiting_control(uint32_t position, uint32_t qpn, ControlFrame::Kind kind);
+  // Writes a control frame's bytes: headers from `hdr`, ICRC, the echo trailer.
+  void build_control(ControlFrame& c, const wire::HeaderTemplate& hdr, const wire::TransportFields& t,
+                     const EchoCopy* echo);
   void flush_control();
   // The internal loop: a whole frame to ourselves, and delivering what is on it.
   bool loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::Segment* payload, uint32_t n_payload,

@@ -285,7 +285,12 @@ bool Engine::Impl::send_one(Qp& qp) {
   const uint32_t end = psn_add(w.first_psn, w.npkts);
   qp.req.snd_nxt = w.needs_response() ? end : psn_add(psn, 1);
   if (qp.req.snd_nxt == end) qp.req.sq_next = (qp.req.sq_next + 1) & (qp.sq_size() - 1);
-  qp.req.nxt_bytes = w.needs_response() ? w.seq_start : seq_position(qp, qp.req.snd_nxt);
+  // Sequence space is contiguous over WRs (READs and atomics take none): the
+  // position after this packet is in w, or at its end.
+  qp.req.nxt_bytes = w.needs_response()
+                         ? w.seq_start
+                         : w.seq_start + std::min<uint64_t>(w.length, uint64_t{psn_distance(qp.req.snd_nxt, w.first_psn)} *
+                                                                          qp.mtu());
   if (!psn_before(qp.req.snd_nxt, qp.req.snd_max)) {
     qp.req.snd_max = qp.req.snd_nxt;
     qp.req.max_bytes = qp.req.nxt_bytes;

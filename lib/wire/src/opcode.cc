@@ -19,7 +19,17 @@ constexpr uint8_t ext_bytes_of(uint16_t headers) {
 }
 
 constexpr OpcodeInfo entry(std::string_view name, uint16_t headers, Kind kind, Position position) {
-  return OpcodeInfo{name, headers, kind, position, ext_bytes_of(headers)};
+  OpcodeInfo info{name, headers, kind, position, ext_bytes_of(headers), {}};
+  // Headers appear in HeaderMask bit order: each starts after the BTH and
+  // those of lower bits.
+  uint32_t off = sizeof(Bth);
+  for (uint32_t i = 0; i < info.ext_off.size(); ++i) {
+    const auto bit = static_cast<uint16_t>(1u << i);
+    if (!(headers & bit)) continue;
+    info.ext_off[i] = static_cast<uint8_t>(off);
+    off += ext_bytes_of(bit);
+  }
+  return info;
 }
 
 constexpr std::array<OpcodeInfo, 256> make_table() {
@@ -57,6 +67,8 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
 }
 
 constexpr std::array<OpcodeInfo, 256> kTable = make_table();
+static_assert(kTable[0x0b].ext_off[4] == sizeof(Bth) + sizeof(Reth));  // ImmDt after the RETH
+static_assert(kTable[0x12].ext_off[3] == sizeof(Bth) + sizeof(Aeth));   // AtomicAckETH after the AETH
 
 static_assert(kTable[0x0b].ext_bytes == 20);  // WRITE Only with Immediate: RETH + ImmDt
 static_assert(kTable[0x12].ext_bytes == 12);  // Atomic ACK: AETH + AtomicAckETH
@@ -64,15 +76,6 @@ static_assert(kTable[0x81].ext_bytes == 16);
 
 }  // namespace
 
-const OpcodeInfo& opcode_info(uint8_t opcode) { return kTable[opcode]; }
-
-uint32_t ext_offset(const OpcodeInfo& info, HeaderMask h) {
-  // Headers appear in HeaderMask bit order; sum the sizes of those before h.
-  uint32_t off = sizeof(Bth);
-  for (uint16_t bit = 1; bit < h; bit <<= 1) {
-    if (info.headers & bit) off += ext_bytes_of(bit);
-  }
-  return off;
-}
+const std::array<OpcodeInfo, 256> detail::kOpcodeTable = kTable;
 
 }  // namespace tita::wire

@@ -35,38 +35,8 @@ Gid Gid::from_ipv4(uint32_t addr) {
   return g;
 }
 
-Gid Gid::from_ipv4_bytes(const uint8_t addr[4]) {
-  Gid g;
-  g.raw[10] = g.raw[11] = 0xff;
-  std::memcpy(g.raw + 12, addr, 4);
-  return g;
-}
-
-bool Gid::is_ipv4() const {
-  static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(raw, kPrefix, sizeof kPrefix) == 0;
-}
-
 uint32_t Gid::ipv4() const {
   return uint32_t{raw[12]} << 24 | uint32_t{raw[13]} << 16 | uint32_t{raw[14]} << 8 | raw[15];
-}
-
-Gid Packet::src_gid() const {
-  if (ip_version == 6) {
-    Gid g;
-    std::memcpy(g.raw, ipv6().src, 16);
-    return g;
-  }
-  return Gid::from_ipv4_bytes(ipv4().src);
-}
-
-Gid Packet::dst_gid() const {
-  if (ip_version == 6) {
-    Gid g;
-    std::memcpy(g.raw, ipv6().dst, 16);
-    return g;
-  }
-  return Gid::from_ipv4_bytes(ipv4().dst);
 }
 
 uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len) {
@@ -74,10 +44,16 @@ uint16_t ipv4_checksum(const Ipv4Hdr& ip, uint32_t len) {
   // and folds the same), with the checksum field counted as zero.
   const auto* p = reinterpret_cast<const uint8_t*>(&ip);
   uint64_t sum = 0;
-  for (uint32_t i = 0; i + 4 <= len; i += 4) {
-    uint32_t w;
-    std::memcpy(&w, p + i, 4);
-    sum += w;
+  if (len == sizeof(Ipv4Hdr)) [[likely]] {  // no options: five words, unrolled
+    uint32_t w[5];
+    std::memcpy(w, p, sizeof w);
+    sum = uint64_t{w[0]} + w[1] + w[2] + w[3] + w[4];
+  } else {
+    for (uint32_t i = 0; i + 4 <= len; i += 4) {
+      uint32_t w;
+      std::memcpy(&w, p + i, 4);
+      sum += w;
+    }
   }
   uint16_t stored;
   std::memcpy(&stored, p + 10, 2);

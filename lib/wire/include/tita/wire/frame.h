@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -25,10 +26,23 @@ struct Gid {
   uint8_t raw[16] = {};
 
   static Gid from_ipv4(uint32_t addr_host_order);
-  static Gid from_ipv4_bytes(const uint8_t addr[4]);
-  bool is_ipv4() const;
+  static Gid from_ipv4_bytes(const uint8_t addr[4]) {
+    Gid g;
+    g.raw[10] = g.raw[11] = 0xff;
+    std::memcpy(g.raw + 12, addr, 4);
+    return g;
+  }
+  bool is_ipv4() const {
+    static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return std::memcmp(raw, kPrefix, sizeof kPrefix) == 0;
+  }
   uint32_t ipv4() const;  // host order; meaningful when is_ipv4()
   const uint8_t* ipv4_bytes() const { return raw + 12; }
+  static Gid from_raw(const uint8_t bytes[16]) {
+    Gid g;
+    std::memcpy(g.raw, bytes, 16);
+    return g;
+  }
   friend bool operator==(const Gid&, const Gid&) = default;
 };
 
@@ -79,8 +93,8 @@ struct Packet {
   uint8_t opcode() const { return bth().opcode; }
   uint32_t psn() const { return bth().psn.get(); }
   uint32_t dest_qp() const { return bth().dest_qp.get(); }
-  Gid src_gid() const;
-  Gid dst_gid() const;
+  Gid src_gid() const { return ip_version == 6 ? Gid::from_raw(ipv6().src) : Gid::from_ipv4_bytes(ipv4().src); }
+  Gid dst_gid() const { return ip_version == 6 ? Gid::from_raw(ipv6().dst) : Gid::from_ipv4_bytes(ipv4().dst); }
   // Extension headers: nullptr when the opcode has none of that kind.
   const Reth* reth() const { return ext<Reth>(kHasReth); }
   const Aeth* aeth() const { return ext<Aeth>(kHasAeth); }

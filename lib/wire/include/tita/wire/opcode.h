@@ -3,6 +3,8 @@
 // both read it, so they cannot disagree. (Like rxe_opcode.c.)
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <string_view>
 
@@ -57,6 +59,9 @@ struct OpcodeInfo {
   Kind kind;
   Position position;
   uint8_t ext_bytes;      // bytes of extension headers after the BTH
+  // Offset from the start of the BTH of each extension header the opcode has,
+  // by HeaderMask bit index (headers come in bit order); 0 where absent.
+  std::array<uint8_t, 7> ext_off;
 
   bool valid() const { return kind != Kind::kInvalid; }
   bool has(HeaderMask h) const { return headers & h; }
@@ -69,12 +74,18 @@ struct OpcodeInfo {
   bool ends_message() const { return position == Position::kLast || position == Position::kOnly; }
 };
 
+namespace detail {
+extern const std::array<OpcodeInfo, 256> kOpcodeTable;  // opcode.cc
+}
+
 // The entry for any byte value; unknown opcodes have kind kInvalid.
-const OpcodeInfo& opcode_info(uint8_t opcode);
+inline const OpcodeInfo& opcode_info(uint8_t opcode) { return detail::kOpcodeTable[opcode]; }
 inline const OpcodeInfo& opcode_info(Opcode op) { return opcode_info(static_cast<uint8_t>(op)); }
 
 // Byte offset of an extension header from the start of the BTH, for an opcode
 // that has it.
-uint32_t ext_offset(const OpcodeInfo& info, HeaderMask h);
+inline uint32_t ext_offset(const OpcodeInfo& info, HeaderMask h) {
+  return info.ext_off[static_cast<size_t>(std::countr_zero(static_cast<unsigned>(h)))];
+}
 
 }  // namespace tita::wire
