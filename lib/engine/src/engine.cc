@@ -861,7 +861,7 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
   // A connected QP takes frames from its peer only (rxe's check_addr): any
   // other source is silently dropped, so a spoofer must also forge the peer's
   // address, not just guess a QPN.
-  if (pkt.src_gid() != qp->cold.attr.ah_attr.dgid) [[unlikely]] {
+  if (!pkt.src_is(qp->cold.attr.ah_attr.dgid)) [[unlikely]] {
     ++counters.rx_wrong_source;
     ++counters.rx_dropped;
     return;
@@ -872,7 +872,7 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
   if (op.kind == wire::Kind::kCnp) {
     on_cnp(*qp);
   } else if (op.is_request()) {
-    if (qp->mac_pending && pkt.src_gid() == qp->cold.attr.ah_attr.dgid) {
+    if (qp->mac_pending) {
       // The peer reached us before ARP answered: its frame names its MAC.
       learn(qp->cold.attr.ah_attr.dgid.ipv4(), pkt.eth().src, false);
     }

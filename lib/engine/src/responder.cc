@@ -408,7 +408,7 @@ struct Responder {
       ++qp.cold.counters.ecn_ce_received;
       if (qp.resp.ce_unacked < 255) ++qp.resp.ce_unacked;
     }
-    if (cc::np_on_data(m.cfg.np, qp.cold.np, m.now_ns, pkt.ecn == wire::kEcnCe)) m.send_cnp(qp);
+    if (pkt.ecn == wire::kEcnCe && cc::np_on_data(m.cfg.np, qp.cold.np, m.now_ns, true)) m.send_cnp(qp);
     return Step::kAcknowledge;
   }
 
@@ -441,7 +441,16 @@ struct Responder {
   }
 
   void run() {
-    Step s = Step::kCheckPsn;
+    // The steps of an in-order request in their order, each taking the next
+    // only when the one before chose it; any other choice (a duplicate, a
+    // NAK) goes on through the state machine below.
+    Step s = check_psn();
+    if (s == Step::kCheckOpSequence) s = check_op_sequence();
+    if (s == Step::kCheckLength) s = check_length();
+    if (s == Step::kCheckResources) s = check_resources();
+    if (s == Step::kCheckAccess) s = check_access();
+    if (s == Step::kExecute) s = execute();
+    if (s == Step::kAcknowledge) s = acknowledge();
     while (s != Step::kDone) {
       switch (s) {
         case Step::kCheckPsn: s = check_psn(); break;

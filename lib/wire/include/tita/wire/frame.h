@@ -43,7 +43,7 @@ struct Gid {
     std::memcpy(g.raw, bytes, 16);
     return g;
   }
-  friend bool operator==(const Gid&, const Gid&) = default;
+  friend bool operator==(const Gid& a, const Gid& b) { return std::memcmp(a.raw, b.raw, 16) == 0; }
 };
 
 enum class ParseError : uint8_t {
@@ -95,6 +95,11 @@ struct Packet {
   uint32_t dest_qp() const { return bth().dest_qp.get(); }
   Gid src_gid() const { return ip_version == 6 ? Gid::from_raw(ipv6().src) : Gid::from_ipv4_bytes(ipv4().src); }
   Gid dst_gid() const { return ip_version == 6 ? Gid::from_raw(ipv6().dst) : Gid::from_ipv4_bytes(ipv4().dst); }
+  // Whether the source address is g (without making a Gid of it).
+  bool src_is(const Gid& g) const {
+    return ip_version == 6 ? std::memcmp(ipv6().src, g.raw, 16) == 0
+                           : g.is_ipv4() && std::memcmp(ipv4().src, g.ipv4_bytes(), 4) == 0;
+  }
   // Extension headers: nullptr when the opcode has none of that kind.
   const Reth* reth() const { return ext<Reth>(kHasReth); }
   const Aeth* aeth() const { return ext<Aeth>(kHasAeth); }
