@@ -918,7 +918,8 @@ void Engine::Impl::reconsider(Qp& qp) {
   if (qp.state != QpState::kRts && qp.state != QpState::kRtr) return;
   uint64_t wake = std::min({qp.comp.rto_deadline_ns, qp.comp.rnr_deadline_ns, qp.flow.next_timer_ns(),
                            qp.cold.path ? qp.cold.path->deadline_ns : kNever, qp.cold.spray ? qp.cold.spray->rack_deadline_ns : kNever});
-  if (has_work(qp)) {
+  // A QP already in the ready ring gets its turn (and is reconsidered then).
+  if (!qp.in_ready && has_work(qp)) {
     const uint64_t pace_ns = (qp.req.next_send_ps + 999) / 1000;
     if (pace_ns <= now_ns) {
       make_ready(qp);
