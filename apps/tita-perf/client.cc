@@ -55,22 +55,37 @@ void Perf::drive() {
   mine["seconds"] = elapsed_s_;
   mine["messages"] = messages_;
   mine["latency_us"] = latency_json_;
+  json per_engine = json::array();
+  for (const Lane& lane : lanes_) per_engine.push_back(lane.messages);
+  mine["engine_messages"] = per_engine;
   if (oob_.send({{"done", true}, {"client", mine}}, &err) != 0) die(err);
   json server;
   if (oob_.recv(&server, &err) != 0) die(err);
   report(mine, server.value("server", json::object()));
   // This end closes its port first, then lets the server close its own. The
   // engine leaves telemetry first: a scrape after it is gone would read freed memory.
-  dpdk::telemetry_withdraw(telemetry_id_);
-  host_.reset();
+  withdraw();
+  lanes_.clear();
   port_.close();
   oob_.send({{"bye", true}}, &err);
 }
 
+// Every engine runs its QPs' share of the test on its own lcore; the result
+// is their sum, over the longest of their times.
 void Perf::bandwidth() {
+  run_lanes([this](Lane& lane) { bandwidth_lane(lane); });
+  messages_ = 0;
+  elapsed_s_ = 0;
+  for (const Lane& lane : lanes_) {
+    messages_ += lane.messages;
+    elapsed_s_ = std::max(elapsed_s_, lane.elapsed_s);
+  }
+}
+
+void Perf::bandwidth_lane(Lane& lane) {
   const WrOpcode op = opcode();
   std::ofstream series;
-  if (!o_.series.empty()) {
+  if (!o_.series.empty()) {  // one engine only (checked with the options)
     series.open(o_.series);
     if (!series) die("cannot write " + o_.series);
     series << "t_ns,qpn,goodput_bps,rate_bps,cwnd_bytes,inflight_bytes,retransmitted\n";
@@ -79,50 +94,55 @@ void Perf::bandwidth() {
   const uint64_t end = start + static_cast<uint64_t>(o_.duration_s * 1e9);
   const uint64_t interval = static_cast<uint64_t>(o_.series_interval_us * 1e3);
   uint64_t next_sample = start + interval;
-  uint64_t total_posted = 0;
-  const uint64_t limit = o_.iters ? o_.iters * o_.qps : UINT64_MAX;
+  // --iters is per QP: each QP posts that many (a shared total let the first
+  // QP take all of them and left the others' regions unwritten).
+  const uint64_t per_qp = o_.iters ? o_.iters : UINT64_MAX;
   bool posting = true;
+  engine::Engine& eng = lane.engine();
   for (;;) {
     const uint64_t now = clock_.now_ns();
     if (g_stop || (o_.iters == 0 && now >= end)) posting = false;
     if (posting) {
-      for (Conn& c : conns_) {
-        while (c.outstanding < o_.tx_depth && total_posted < limit) {
-          if (!post_send(c, static_cast<uint32_t>(&c - conns_.data()), op)) break;
+      bool more = false;
+      for (uint32_t i : lane.conns) {
+        Conn& c = conns_[i];
+        while (c.outstanding < o_.tx_depth && c.posted < per_qp) {
+          if (!post_send(c, i, op)) break;
           ++c.outstanding;
           ++c.posted;
-          ++total_posted;
         }
+        more = more || c.posted < per_qp;
       }
-      if (total_posted >= limit) posting = false;
+      if (!more) posting = false;
     }
-    const uint32_t got = host_->poll_once(now);
-    drain([&](const engine::WorkCompletion& wc) {
+    const uint32_t got = lane.host->poll_once(now);
+    drain(lane, [&](const engine::WorkCompletion& wc) {
       Conn& c = conn_of(wc.qp_num);
       --c.outstanding;
       ++c.completed;
       c.bytes += o_.size;
-      ++messages_;
+      ++lane.messages;
     });
     if (series.is_open() && now >= next_sample) {
-      for (Conn& c : conns_) {
+      for (uint32_t i : lane.conns) {
+        Conn& c = conns_[i];
         engine::QpInfo info;
-        host_->engine().qp_info(c.qpn, &info);
+        eng.qp_info(c.qpn, &info);
         const double goodput = static_cast<double>(c.bytes - c.last_bytes) * 8e9 / static_cast<double>(interval);
         series << mono_ns() << "," << c.qpn << "," << static_cast<uint64_t>(goodput) << "," << info.rate_bps << ","
                << (info.cwnd_bytes == UINT64_MAX ? 0 : info.cwnd_bytes) << "," << info.inflight_bytes << ","
-               << host_->engine().qp_counters(c.qpn)->retransmitted_packets << "\n";
+               << eng.qp_counters(c.qpn)->retransmitted_packets << "\n";
         c.last_bytes = c.bytes;
       }
       next_sample += interval;
     }
     bool finished = !posting;
-    for (const Conn& c : conns_) finished = finished && c.outstanding == 0;
+    for (uint32_t i : lane.conns) finished = finished && conns_[i].outstanding == 0;
     if (finished) break;
-    idle(now, got);
+    idle(lane, now, got);
     if (g_stop && now > end + 1'000'000'000) break;  // interrupted: stop waiting for stragglers
   }
-  elapsed_s_ = static_cast<double>(clock_.now_ns() - start) / 1e9;
+  lane.elapsed_s = static_cast<double>(clock_.now_ns() - start) / 1e9;
 }
 
 void Perf::latency() {
@@ -141,8 +161,8 @@ void Perf::latency() {
     if (!post_send(c, 0, op)) die("post_send failed");
     bool got = false;
     while (!got && !g_stop) {
-      host_->poll_once(clock_.now_ns());
-      drain([&](const engine::WorkCompletion& wc) {
+      lane_of(c).host->poll_once(clock_.now_ns());
+      drain(lane_of(c), [&](const engine::WorkCompletion& wc) {
         const bool reply = wc.opcode == engine::WcOpcode::kRecv || wc.opcode == engine::WcOpcode::kRecvRdmaWithImm;
         if (reply) post_recv(c, 0);
         if (echo ? reply : wc.opcode == engine::WcOpcode::kRdmaRead) got = true;

@@ -81,6 +81,10 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   app.add_flag("--check", o->check, "verify every byte received");
   app.add_flag("--zero-copy", o->zero_copy, "send payload from registered memory without copying");
   app.add_flag("--json", o->json_out, "print the result as one JSON object");
+  app.add_option("--engines", o->engines,
+                 "engines on the port, one per lcore and queue pair; QP i runs on engine i mod N (EAL's -l must "
+                 "give N lcores, 2N with --loopback)")
+      ->check(CLI::Range(1, 16));
   app.add_option("--series", o->series, "CSV of per-QP goodput, rate and window over time (client)");
   app.add_option("--series-interval-us", o->series_interval_us, "sampling interval for --series");
   app.add_option("--timeout", o->timeout, "local ACK timeout code (4.096 us * 2^code)")->check(CLI::Range(0, 31));
@@ -128,6 +132,10 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   }
   if (!o->server && o->client.empty() && !o->loopback) {
     std::fprintf(stderr, "tita-perf: give --server, --client HOST or --loopback\n");
+    return 2;
+  }
+  if (o->engines > 1 && !o->series.empty()) {
+    std::fprintf(stderr, "tita-perf: --series samples one engine's QPs: use it with --engines 1\n");
     return 2;
   }
   if (o->spray != 0) {

@@ -37,6 +37,8 @@ struct Options {
   double base_rtt_us = 10;    // congestion control's base RTT
   double pacing_slack_us = 0; // sending time a late poll may catch up
   bool quiet = false;  // no report (the in-process server of --loopback)
+  uint16_t engines = 1;         // engines on the port, one per lcore and queue pair
+  std::vector<unsigned> lcores;  // the lcores of engines 1..engines-1 (main() assigns them)
   bool check = false;
   bool zero_copy = false;
   bool json_out = false;

@@ -7,11 +7,11 @@
 
 namespace tita::perf {
 
-json Perf::qp_stats() const {
+json Perf::qp_stats() {
   uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
   uint64_t rnr = 0, int_records = 0, ecn_ce = 0, path_changes = 0, path_follows = 0;
   for (const Conn& c : conns_) {
-    const engine::QpCounters& q = *host_->engine().qp_counters(c.qpn);
+    const engine::QpCounters& q = *lanes_[c.lane].engine().qp_counters(c.qpn);
     retx += q.retransmitted_packets;
     cnps_rx += q.cnps_received;
     cnps_tx += q.cnps_sent;
@@ -26,13 +26,21 @@ json Perf::qp_stats() const {
     path_changes += q.path_changes;
     path_follows += q.path_follows;
   }
-  const auto& ec = host_->engine().counters();
+  // Engine and host counters, summed over the port's engines.
+  uint64_t rx_dropped = 0, tx_no_mbuf = 0, tx_oversize = 0, zero_copy = 0, handed_off = 0;
+  for (const Lane& lane : lanes_) {
+    rx_dropped += lane.host->engine().counters().rx_dropped;
+    tx_no_mbuf += lane.host->counters().tx_no_mbuf;
+    tx_oversize += lane.host->counters().tx_oversize;
+    zero_copy += lane.host->counters().tx_zero_copy;
+    handed_off += lane.host->counters().rx_handed_off;
+  }
   // Spraying: every entropy value of every QP (doc/multipath.md).
   json spray = json::array();
   uint64_t retired = 0;
   for (const Conn& c : conns_) {
     engine::SprayInfo s;
-    if (host_->engine().spray_info(c.qpn, &s) != 0) continue;
+    if (lanes_[c.lane].engine().spray_info(c.qpn, &s) != 0) continue;
     retired += s.retired;
     for (const engine::SprayPathInfo& p : s.paths) {
       spray.push_back({{"qpn", c.qpn}, {"udp_sport", p.udp_sport}, {"sent", p.sent}, {"delivered", p.delivered},
@@ -41,9 +49,10 @@ json Perf::qp_stats() const {
   }
   return {{"spray_paths", spray}, {"spray_retired", retired}, {"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
           {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
-          {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", ec.rx_dropped},
+          {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", rx_dropped},
           {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
-          {"tx_no_mbuf", host_->counters().tx_no_mbuf}, {"tx_oversize", host_->counters().tx_oversize}, {"zero_copy_frames", host_->counters().tx_zero_copy},
+          {"tx_no_mbuf", tx_no_mbuf}, {"tx_oversize", tx_oversize}, {"zero_copy_frames", zero_copy},
+          {"engines", lanes_.size()}, {"rx_handed_off", handed_off},
           {"path_changes", path_changes}, {"path_follows", path_follows}};
 }
 

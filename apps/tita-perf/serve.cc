@@ -56,37 +56,11 @@ void Perf::serve() {
   for (auto& oob : oobs) {
     if (oob->send({{"ready", true}}, &err) != 0) die(err);
   }
-  uint64_t bad = 0;
   std::vector<json> done(oobs.size());
-  size_t finished = 0;
-  uint64_t spins = 0;
-  while (!g_stop && finished < oobs.size()) {
-    const uint64_t now = clock_.now_ns();
-    const uint32_t got = host_->poll_once(now);
-    drain([&](const engine::WorkCompletion& wc) {
-      if (wc.opcode != engine::WcOpcode::kRecv && wc.opcode != engine::WcOpcode::kRecvRdmaWithImm) return;
-      Conn& c = conn_of(wc.qp_num);
-      const auto i = static_cast<uint32_t>(&c - conns_.data());
-      c.completed++;
-      c.bytes += wc.byte_len;
-      if (o_.check && wc.opcode == engine::WcOpcode::kRecv && !intact(i)) ++bad;
-      post_recv(c, i);
-      if (echo) post_send(c, i, o_.test == "send" ? WrOpcode::kSend : WrOpcode::kRdmaWriteWithImm);
-    });
-    if (++spins % 1024 == 0) {
-      for (size_t k = 0; k < oobs.size(); ++k) {
-        if (!done[k].is_null()) continue;
-        json msg;
-        const int rc = oobs[k]->poll(&msg, &err);
-        if (rc < 0) die(err);
-        if (rc > 0) {
-          done[k] = msg;
-          ++finished;
-        }
-      }
-    }
-    idle(now, got);
-  }
+  lanes_stop_ = false;
+  run_lanes([&](Lane& lane) { serve_lane(lane, &lane == &lanes_[0] ? &oobs : nullptr, &done); });
+  uint64_t bad = 0;
+  for (const Lane& lane : lanes_) bad += lane.check_failures;
   // Data written by the clients: every region holds its client's pattern.
   if (o_.check && o_.test == "write") {
     for (uint32_t i = 0; i < total_qps(); ++i) bad += intact(i) ? 0 : 1;
@@ -111,6 +85,41 @@ void Perf::serve() {
     sum["seconds"] = std::max(sum.value("seconds", 0.0), c.value("seconds", 0.0));
   }
   report(sum, stats);
+}
+
+void Perf::serve_lane(Lane& lane, std::vector<std::unique_ptr<Oob>>* oobs, std::vector<json>* done) {
+  const bool echo = o_.mode == "lat" && o_.test != "read";
+  std::string err;
+  size_t finished = 0;
+  uint64_t spins = 0;
+  while (!g_stop && !lanes_stop_.load(std::memory_order_relaxed)) {
+    const uint64_t now = clock_.now_ns();
+    const uint32_t got = lane.host->poll_once(now);
+    drain(lane, [&](const engine::WorkCompletion& wc) {
+      if (wc.opcode != engine::WcOpcode::kRecv && wc.opcode != engine::WcOpcode::kRecvRdmaWithImm) return;
+      Conn& c = conn_of(wc.qp_num);
+      const uint32_t i = index_of(c);
+      c.completed++;
+      c.bytes += wc.byte_len;
+      if (o_.check && wc.opcode == engine::WcOpcode::kRecv && !intact(i)) ++lane.check_failures;
+      post_recv(c, i);
+      if (echo) post_send(c, i, o_.test == "send" ? WrOpcode::kSend : WrOpcode::kRdmaWriteWithImm);
+    });
+    if (oobs != nullptr && ++spins % 1024 == 0) {
+      for (size_t k = 0; k < oobs->size(); ++k) {
+        if (!(*done)[k].is_null()) continue;
+        json msg;
+        const int rc = (*oobs)[k]->poll(&msg, &err);
+        if (rc < 0) die(err);
+        if (rc > 0) {
+          (*done)[k] = msg;
+          ++finished;
+        }
+      }
+      if (finished == oobs->size()) lanes_stop_ = true;
+    }
+    idle(lane, now, got);
+  }
 }
 
 // Waits up to 10 s for every client's bye (or its connection closing).

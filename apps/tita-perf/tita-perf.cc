@@ -50,19 +50,34 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   // A vhost-user peer that has already exited must not kill us while the port closes.
   std::signal(SIGPIPE, SIG_IGN);
-  if (!o.loopback) return run(o);
-
-  // Loopback: two net_ring ports whose rings are crossed, the server on a worker
-  // lcore and the client on this one, talking over TCP on localhost as usual.
-  const unsigned worker = rte_get_next_lcore(rte_lcore_id(), 1, 0);
-  if (worker >= RTE_MAX_LCORE) {
-    std::fprintf(stderr, "tita-perf: --loopback needs two lcores (e.g. -l 0,1)\n");
+  // Every engine has an lcore of its own: this one, then EAL's workers in order.
+  std::vector<unsigned> workers;
+  unsigned lc;
+  RTE_LCORE_FOREACH_WORKER(lc) workers.push_back(lc);
+  const size_t need = (o.loopback ? 2u * o.engines : o.engines) - 1;
+  if (workers.size() < need) {
+    std::fprintf(stderr, "tita-perf: %s--engines %u needs %zu lcores; EAL has %zu (give them with -l)\n",
+                 o.loopback ? "--loopback with " : "", o.engines, need + 1, workers.size() + 1);
     return 2;
   }
-  rte_ring* ab = rte_ring_create("tita_lb_ab", 4096, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
-  rte_ring* ba = rte_ring_create("tita_lb_ba", 4096, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
-  const int pa = ab && ba ? rte_eth_from_rings("tita_lb_a", &ba, 1, &ab, 1, rte_socket_id()) : -1;
-  const int pb = ab && ba ? rte_eth_from_rings("tita_lb_b", &ab, 1, &ba, 1, rte_socket_id()) : -1;
+  if (!o.loopback) {
+    o.lcores.assign(workers.begin(), workers.begin() + o.engines - 1);
+    return run(o);
+  }
+
+  // Loopback: two net_ring ports whose rings are crossed (a ring per queue
+  // pair, one per engine), the server on worker lcores and the client on this
+  // one and the rest, talking over TCP on localhost as usual.
+  std::vector<rte_ring*> ab(o.engines), ba(o.engines);
+  bool rings = true;
+  for (uint16_t k = 0; k < o.engines; ++k) {
+    const int socket = static_cast<int>(rte_socket_id());
+    ab[k] = rte_ring_create(("tita_lb_ab" + std::to_string(k)).c_str(), 4096, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    ba[k] = rte_ring_create(("tita_lb_ba" + std::to_string(k)).c_str(), 4096, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    rings = rings && ab[k] && ba[k];
+  }
+  const int pa = rings ? rte_eth_from_rings("tita_lb_a", ba.data(), o.engines, ab.data(), o.engines, rte_socket_id()) : -1;
+  const int pb = rings ? rte_eth_from_rings("tita_lb_b", ab.data(), o.engines, ba.data(), o.engines, rte_socket_id()) : -1;
   if (pa < 0 || pb < 0) {
     std::fprintf(stderr, "tita-perf: cannot create the loopback ring ports\n");
     return 1;
@@ -73,6 +88,9 @@ int main(int argc, char** argv) {
   server.port = std::to_string(pb);
   server.ip = "10.0.0.2";
   server.quiet = true;  // the client prints the result
+  const unsigned worker = workers[o.engines - 1];
+  server.lcores.assign(workers.begin() + o.engines, workers.begin() + 2 * o.engines - 1);
+  o.lcores.assign(workers.begin(), workers.begin() + o.engines - 1);
   o.port = std::to_string(pa);
   o.client = "127.0.0.1";
   rte_eal_remote_launch(

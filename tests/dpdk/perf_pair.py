@@ -3,6 +3,8 @@
 
 Usage: perf_pair.py TITA_PERF TITA_WIRE TRANSPORT WORKDIR
   TRANSPORT: vhost   net_vhost / net_virtio_user, --no-huge
+             engines two engines per process (--engines 2): --loopback over
+                     net_ring, and vhost / virtio-user with two queue pairs
              vhost-huge  the same on 2 MiB hugepages (--in-memory; root)
              memif   net_memif server / client, --no-huge
              afxdp   net_af_xdp on a veth pair between two network namespaces (root)
@@ -41,14 +43,15 @@ class Pair:
         self.wrap_server, self.wrap_client = list(wrap_server), list(wrap_client)
         self.oob_host = oob_host
         self.server_extra, self.client_extra = [], []
+        self.server_lcores, self.client_lcores = ["-l", "0"], ["-l", "1"]
 
     def test(self, args, tcp_port, during=None):
         """Runs one test; during(), if given, is called while the client runs."""
         common = ["--no-pci", "--log-level=*:error"]
-        server = self.wrap_server + [self.perf, "-l", "0"] + common + self.server_eal + [
+        server = self.wrap_server + [self.perf] + self.server_lcores + common + self.server_eal + [
             "--", "--port", self.server_port, "--ip", "10.0.0.2", "--server", "--json", "--tcp-port", str(tcp_port)
         ] + self.server_extra
-        client = self.wrap_client + [self.perf, "-l", "1"] + common + self.client_eal + [
+        client = self.wrap_client + [self.perf] + self.client_lcores + common + self.client_eal + [
             "--", "--port", self.client_port, "--ip", "10.0.0.1", "--client", self.oob_host, "--json",
             "--tcp-port", str(tcp_port)] + self.client_extra + args
         srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -217,6 +220,56 @@ def vhost(perf, work):
         raise AssertionError(f"telemetry QP: {qp}")
     if not eng.get("rx_frames") or eng.get("rx_dropped") != 0:
         raise AssertionError(f"telemetry engine: {eng}")
+
+
+def engines(perf, work):
+    """Two engines per process, each on its own lcore and queue pair: in one
+    process over crossed net_ring queues (--loopback), and between two
+    processes over vhost-user with two queue pairs. QP i runs on engine i mod 2
+    at both ends, so its frames arrive on its own engine's queue. Every byte is
+    checked and each engine must have carried its QPs' messages. (Four busy
+    threads share this machine's two vCPUs: correctness, not speed.)"""
+    for args, expect in ((["-l", "0", "--no-huge", "-m", "256", "--no-pci", "--file-prefix=tita-eng-l", "--",
+                           "--engines", "2", "--client", "127.0.0.1"], "--engines 2 needs 2 lcores; EAL has 1"),
+                         (["--", "--engines", "2", "--client", "h", "--series", "x.csv"],
+                          "--series samples one engine's QPs")):
+        r = subprocess.run([perf] + args, capture_output=True, text=True, timeout=60)
+        if r.returncode != 2 or expect not in r.stderr:
+            raise AssertionError(f"tita-perf {' '.join(args)}: exit {r.returncode}, stderr {r.stderr[-300:]!r}")
+    print("ok   --engines without its lcores, and with --series: one-line errors")
+    lcores = ["--lcores", "0@0,1@1,2@0,3@1"]
+    for test in ("write", "send", "read"):
+        r = subprocess.run([perf] + lcores + ["--no-huge", "-m", "1024", "--no-pci", "--log-level=*:error",
+                           f"--file-prefix=tita-eng-{test}", "--", "--loopback", "--engines", "2", "--test", test,
+                           "--size", "5000", "--qps", "4", "--mtu", "1024", "--iters", "300", "--check", "--json"],
+                           capture_output=True, text=True, timeout=120)
+        lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+        if r.returncode != 0 or not lines:
+            raise AssertionError(f"--loopback --engines 2 {test}: exit {r.returncode}: {r.stderr[-1500:]}")
+        out = json.loads(lines[-1])
+        per = out["client"]["engine_messages"]
+        if out["check"] != "ok" or out["messages"] != 1200 or per != [600, 600]:
+            raise AssertionError(f"--loopback --engines 2 {test}: {out['check']}, {out['messages']} messages, "
+                                 f"per engine {per}")
+        print(f"ok   loopback, 2 engines, {test}: 1200 messages (600 per engine), check ok, "
+              f"handed over {out['client']['rx_handed_off']} + {out['server']['rx_handed_off']}")
+    sock = os.path.join(work, "vhost-eng.sock")
+    if os.path.exists(sock):
+        os.unlink(sock)
+    pair = Pair(perf,
+                ["--no-huge", "-m", "1024", "--file-prefix=tita-ve-s", f"--vdev=net_vhost0,iface={sock},queues=2"],
+                ["--no-huge", "-m", "1024", "--file-prefix=tita-ve-c", f"--vdev=net_virtio_user0,path={sock},queues=2"],
+                "net_vhost0", "net_virtio_user0")
+    pair.server_lcores, pair.client_lcores = ["--lcores", "0@0,1@1"], ["--lcores", "0@1,1@0"]
+    pair.server_extra = ["--engines", "2"]
+    for port, test in enumerate(("write", "send", "read")):
+        r = pair.test(["--engines", "2", "--test", test, "--size", "65536", "--qps", "4", "--iters", "50",
+                       "--check"], 18640 + port)
+        per = r["client"]["engine_messages"]
+        if r["check"] != "ok" or per != [100, 100]:
+            raise AssertionError(f"vhost, 2 engines, {test}: check {r['check']}, per engine {per}")
+        print(f"ok   vhost queues=2, 2 engines each side, {test}: per engine {per}, check ok, handed over "
+              f"{r['client']['rx_handed_off']} + {r['server']['rx_handed_off']}")
 
 
 def vhost_huge(perf, work):
@@ -402,6 +455,8 @@ def main():
         afxdp(perf, work)
     elif transport == "tap":
         tap_capture(perf, wire, work)
+    elif transport == "engines":
+        engines(perf, work)
     else:
         sys.exit(f"unknown transport {transport}")
 

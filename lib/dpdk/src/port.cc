@@ -50,6 +50,12 @@ int register_thread() { return rte_thread_register() == 0 ? 0 : -rte_errno; }
 
 void unregister_thread() { rte_thread_unregister(); }
 
+int run_on_lcore_cpus(unsigned lcore) {
+  rte_cpuset_t set = rte_lcore_cpuset(lcore);
+  if (rte_thread_set_affinity(&set) != 0) return -EINVAL;
+  return register_thread();
+}
+
 TscClock::TscClock() : hz_(rte_get_tsc_hz()), base_(rte_get_tsc_cycles()) {}
 
 uint64_t TscClock::now_ns() const {

@@ -42,6 +42,11 @@ void quiet_logs();
 // its mempool operations use a per-lcore cache. 0 or -errno.
 int register_thread();
 void unregister_thread();
+// Moves the calling thread onto the CPUs of EAL lcore `lcore` (its -l entry),
+// then registers it as register_thread() does: a thread of one's own that
+// runs where an lcore would (rte_eal_remote_launch works from the main lcore
+// only). 0 or -errno.
+int run_on_lcore_cpus(unsigned lcore);
 
 // Nanoseconds from the TSC, as the engine's clock.
 class TscClock {
