@@ -3,7 +3,7 @@
 policy on the same fabric and the same traffic, in ns-3 through tita-sim.
 
     scripts/multipath/run.py [--build build] [--out out/multipath] [--only NAME,...]
-                             [--quick] [--force] [--jobs 1]
+                             [--policies NAME,...] [--quick] [--force]
 
 Policies (the same switches everywhere: ECMP over the UDP source port with the
 hash-offset of Hash Dodging, TitaSwitchNode::DodgeField=udp-sport):
@@ -16,6 +16,10 @@ hash-offset of Hash Dodging, TitaSwitchNode::DodgeField=udp-sport):
 Scenarios (DCQCN everywhere, the baseline the field compares against):
   ft-a2a          fat_tree_320, All-to-All over 320 ranks, 1 MB per rank
   ft-allreduce    fat_tree_320, ring AllReduce over 320 ranks, 4 MB
+  ft-perm         fat_tree_320, a permutation: every host sends 4 MB to the host
+                  with its place on the next ToR, all at once (16 flows from
+                  every ToR to one other: what ECMP collisions cost, with no
+                  receiver shared by two senders)
   ft-websearch    fat_tree_320, web-search flow sizes, Poisson, 50% load, 2 ms of arrivals
   ft-down         ft-a2a with an aggregation-core link withdrawn from ECMP at 20 us
   ft-blackhole    ft-a2a with that link silently dropping everything from 20 us
@@ -26,14 +30,17 @@ Scenarios (DCQCN everywhere, the baseline the field compares against):
                   (the first 256 ranks in rail order: every pair of blocks
                   crosses the spines), 4 MB per rank
 
+Runs stop at 20 ms of simulated time (mr-allreduce: 60 ms, its ideal is 33 ms);
+a collective not done by then is reported so.
+
 Each run goes to OUT/SCENARIO/POLICY (tita-sim's outputs); a run whose
 summary.json exists is not run again unless --force. Then OUT/results.json,
 OUT/results.md (the tables doc/multipath.md quotes) and OUT/*.png: completion
 time against the ideal per scenario and policy, web-search slowdown per size
 bucket, and the spread (max / mean) of the core links' utilisation.
 
---quick runs the fat_tree_320 scenarios only (about 10 minutes on 2 vCPUs);
-the two multi-rail scenarios add about 25 minutes.
+--quick runs the fat_tree_320 scenarios only (about 12 minutes on 2 vCPUs);
+the two multi-rail scenarios add about 40 minutes.
 """
 import argparse
 import csv
@@ -60,20 +67,49 @@ POLICIES = {
 FT = "--topo=" + os.path.join(ROOT, "data", "workloads", "fat_tree_320.topo")
 MR = "--topo=multirail:blocks=8,servers=32,gpus=8,spines=32,nic_rate=400Gbps,fabric_rate=400Gbps"
 A2A = "--workload=alltoall:ranks=all,bytes=1M"
+PERM = "ft-perm.flows"  # written into OUT by permutation_flows()
 SCENARIOS = {
     "ft-a2a": [FT, A2A],
+    "ft-perm": [FT, "--workload=flows:path={out}/" + PERM],
     "ft-allreduce": [FT, "--workload=allreduce:ranks=all,bytes=4M"],
     "ft-websearch": [FT, "--workload=poisson:cdf=" + os.path.join(ROOT, "data", "workloads", "websearch.cdf")
                      + ",load=0.5", "--duration=2ms"],
     "ft-down": [FT, A2A, "--fault=down:link=core,at=20us"],
     "ft-blackhole": [FT, A2A, "--fault=blackhole:link=core,at=20us"],
     "ft-half": [FT, A2A, "--fault=half:link=core"],
-    "mr-allreduce": [MR, "--workload=allreduce:ranks=all,bytes=1M,order=rail", "--qlen-interval=0"],
+    "mr-allreduce": [MR, "--workload=allreduce:ranks=all,bytes=1M,order=rail", "--qlen-interval=0", "--stop=60ms"],
     "mr-a2a": [MR, "--workload=alltoall:ranks=256,bytes=4M", "--qlen-interval=0"],
 }
 QUICK = [s for s in SCENARIOS if s.startswith("ft-")]
-# A run that cannot finish (a QP pinned to a black hole) is cut off here.
+# A run that cannot finish (a QP pinned to a black hole) is cut off here
+# (a scenario's own --stop comes later and wins).
 STOP = "--stop=20ms"
+PERM_BYTES = 4_000_000
+
+
+def permutation_flows(topo, path):
+    """The ft-perm flow file (HPCC format: count, then src dst pg dport size
+    start_s): host i of ToR t sends to host i of ToR t+1 (the ToRs in the order
+    of their first host), every flow at once."""
+    tor_of, hosts_of = {}, {}
+    with open(topo) as f:
+        _, _, nlinks = (int(x) for x in f.readline().split())
+        switches = set(int(x) for x in f.readline().split())
+        for _ in range(nlinks):
+            a, b = (int(x) for x in f.readline().split()[:2])
+            if (a in switches) != (b in switches):
+                h, t = (b, a) if a in switches else (a, b)
+                tor_of[h] = t
+    for h in sorted(tor_of):
+        hosts_of.setdefault(tor_of[h], []).append(h)
+    tors = sorted(hosts_of, key=lambda t: hosts_of[t][0])
+    lines = []
+    for k, t in enumerate(tors):
+        nxt = hosts_of[tors[(k + 1) % len(tors)]]
+        for i, h in enumerate(hosts_of[t]):
+            lines.append(f"{h} {nxt[i % len(nxt)]} 3 100 {PERM_BYTES} 0.000001")
+    with open(path, "w") as f:
+        f.write(f"{len(lines)}\n" + "\n".join(lines) + "\n")
 
 
 def run_one(sim, out, scenario, policy, force):
@@ -81,7 +117,8 @@ def run_one(sim, out, scenario, policy, force):
     if not force and os.path.exists(os.path.join(d, "summary.json")):
         return d
     os.makedirs(d, exist_ok=True)
-    argv = [sim, *SCENARIOS[scenario], "--cc=dcqcn", "--seed=1", STOP, *SWITCH, *POLICIES[policy], f"--out={d}"]
+    args = [a.replace("{out}", out) for a in SCENARIOS[scenario]]
+    argv = [sim, *args, "--cc=dcqcn", "--seed=1", STOP, *SWITCH, *POLICIES[policy], f"--out={d}"]
     t0 = time.time()
     with open(os.path.join(d, "run.log"), "w") as log:
         log.write(" ".join(argv) + "\n")
@@ -117,6 +154,15 @@ def collect(d):
          "wall_seconds": s["total_wall_seconds"],
          "switch_drops": s.get("switch_drops"), "out_of_order_received": s.get("out_of_order_received"),
          "flows_finished": s.get("flows_finished"), "flows_started": s.get("flows_started")}
+    flows = read_csv(os.path.join(d, "fct.csv"))
+    if flows and s["workload"].startswith("flows:"):
+        done = [r for r in flows if r["ok"] == "1"]
+        slow = sorted(float(r["slowdown"]) for r in done)
+        r["last_fct_ns"] = max((int(x["fct_ns"]) for x in done), default=None)
+        r["ideal_fct_ns"] = max(int(x["ideal_ns"]) for x in flows)
+        r["flows_done"] = len(done) == len(flows)
+        r["slowdown_p50"] = analyze.percentile(slow, 0.5)
+        r["slowdown_p99"] = analyze.percentile(slow, 0.99)
     cols = read_csv(os.path.join(d, "collectives.csv"))
     if cols:
         r["collective_ns"] = max(int(c["duration_ns"]) for c in cols)
@@ -155,6 +201,28 @@ def tables(results, runs_dir):
                 row.append(cell)
             md.append("| " + " | ".join(row) + " |")
         md.append("")
+    perm = [s for s in results if "last_fct_ns" in next(iter(results[s].values()))]
+    if perm:
+        md.append("Permutation: the last flow's completion in us (x its ideal), FCT slowdown p50 / p99, "
+                  "timeouts, core-link utilisation max / mean.\n")
+        md.append("| scenario | ideal | " + " | ".join(POLICIES) + " |")
+        md.append("|" + "---|" * (len(POLICIES) + 2))
+        for s in perm:
+            ideal = next(iter(results[s].values()))["ideal_fct_ns"]
+            row = [s, fmt_us(ideal)]
+            for p in POLICIES:
+                r = results[s].get(p)
+                if r is None:
+                    row.append("-")
+                    continue
+                cell = (f"{fmt_us(r['last_fct_ns'])} ({r['last_fct_ns'] / ideal:.2f}x)" if r["flows_done"]
+                        else "not done by 20 ms")
+                cell += f", {r['slowdown_p50']:.2f} / {r['slowdown_p99']:.2f}, {r['timeouts']} TO"
+                if r["core_spread"]:
+                    cell += f", spread {r['core_spread']:.2f}"
+                row.append(cell)
+            md.append("| " + " | ".join(row) + " |")
+        md.append("")
     if "ft-websearch" in results:
         runs = [analyze.load_run(f"{p}={os.path.join(runs_dir, 'ft-websearch', p)}") for p in POLICIES
                 if p in results["ft-websearch"]]
@@ -175,18 +243,25 @@ def plot(results, ws_runs, out):
     except ImportError:
         print("run.py: no matplotlib, no plots")
         return
-    coll = [s for s in results if "collective_ns" in next(iter(results[s].values()))]
+    def ratio(r):
+        if r is None:
+            return 0
+        if "collective_ns" in r:
+            return r["collective_ns"] / r["ideal_ns"] if r["collectives_done"] else 0
+        return r["last_fct_ns"] / r["ideal_fct_ns"] if r.get("flows_done") else 0
+
+    coll = [s for s in results if "collective_ns" in next(iter(results[s].values()))
+            or "last_fct_ns" in next(iter(results[s].values()))]
     if coll:
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
         width = 0.8 / len(POLICIES)
         for i, p in enumerate(POLICIES):
             xs = [j + i * width for j in range(len(coll))]
-            ratio = [results[s][p]["collective_ns"] / results[s][p]["ideal_ns"]
-                     if p in results[s] and results[s][p]["collectives_done"] else 0 for s in coll]
+            ratio_ = [ratio(results[s].get(p)) for s in coll]
             spread = [results[s].get(p, {}).get("core_spread") or 0 for s in coll]
-            axes[0].bar(xs, ratio, width, label=p)
+            axes[0].bar(xs, ratio_, width, label=p)
             axes[1].bar(xs, spread, width, label=p)
-        for ax, title in ((axes[0], "completion / ideal (0: not done)"), (axes[1], "core utilisation max / mean")):
+        for ax, title in ((axes[0], "completion (collective, last flow) / ideal; 0: not done"), (axes[1], "core utilisation max / mean")):
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(coll))])
             ax.set_xticklabels(coll, rotation=30, ha="right", fontsize=8)
             ax.set_title(title, fontsize=9)
@@ -218,6 +293,8 @@ def main():
         bad = [n for n in name if n not in known]
         if bad:
             sys.exit(f"run.py: unknown {', '.join(bad)}; known: {', '.join(known)}")
+    os.makedirs(a.out, exist_ok=True)
+    permutation_flows(FT.split("=", 1)[1], os.path.join(a.out, PERM))
     results = {}
     for s in scenarios:
         results[s] = {}
