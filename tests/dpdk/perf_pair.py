@@ -238,10 +238,12 @@ def engines(perf, work):
             raise AssertionError(f"tita-perf {' '.join(args)}: exit {r.returncode}, stderr {r.stderr[-300:]!r}")
     print("ok   --engines without its lcores, and with --series: one-line errors")
     lcores = ["--lcores", "0@0,1@1,2@0,3@1"]
+    # (read: the peers' MACs by ARP, which every engine of a port must hear)
     for test in ("write", "send", "read"):
         r = subprocess.run([perf] + lcores + ["--no-huge", "-m", "1024", "--no-pci", "--log-level=*:error",
                            f"--file-prefix=tita-eng-{test}", "--", "--loopback", "--engines", "2", "--test", test,
-                           "--size", "5000", "--qps", "4", "--mtu", "1024", "--iters", "300", "--check", "--json"],
+                           "--size", "5000", "--qps", "4", "--mtu", "1024", "--iters", "300", "--check", "--json"]
+                           + (["--arp"] if test == "read" else []),
                            capture_output=True, text=True, timeout=120)
         lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
         if r.returncode != 0 or not lines:

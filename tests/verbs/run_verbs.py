@@ -2,7 +2,7 @@
 """Unmodified rdma-core programs over tita, two processes on a vhost/virtio-user
 (or memif) pair, each started by tita-run; every run must exit 0 and report.
 
-  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check
+  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check, engines
 
 tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
            refuses bad settings with one line before the program starts.
@@ -49,10 +49,13 @@ def tita(ip, vdev, extra=(), progress="adaptive"):
 
 
 def link(kind, name):
-    """The vdev pair of one case: the server side (created first) and the client side."""
+    """The vdev pair of one case: the server side (created first) and the client side.
+    "vhost2": vhost-user with two queue pairs (for two engines a side)."""
     sock = os.path.join(WORK, name + ".sock")
     if os.path.exists(sock):
         os.unlink(sock)
+    if kind == "vhost2":
+        return f"net_vhost0,iface={sock},queues=2", f"net_virtio_user0,path={sock},queues=2"
     if kind == "vhost":
         return f"net_vhost0,iface={sock}", f"net_virtio_user0,path={sock}"
     return (f"net_memif0,role=server,socket={sock},id=0,bsize=8192",
@@ -264,6 +267,51 @@ def perftest():
         fail("ib_write_bw with the dctcp plug-in: the device never named dctcp (TITA_LOG=info)")
 
 
+SENT_PER_ENGINE = r"tita0: engine \d+: (\d+) frames sent"
+
+
+def engines():
+    """Two engines per device (TITA_ENGINES=2), each with its own queue pair of
+    a two-queue vhost-user link, lock and thread: QPs go to them in turn, PDs,
+    MRs and CQs exist on both. Unmodified programs that share one CQ among
+    their QPs, sleep on completion events, READ and run the project's own
+    checks; with TITA_LOG=info each device names what each engine carried, and
+    both must have carried frames."""
+    need("ib_write_bw")
+    env = {"TITA_ENGINES": "2", "TITA_LOG": "info"}
+    cases = [["ib_write_bw", "-q", "4", "-s", "65536", "-n", "500"],
+             ["ib_read_bw", "-q", "2", "-s", "16384", "-n", "500"],
+             ["ib_send_bw", "-e", "-q", "2", "-s", "4096", "-n", "500"],
+             ["ib_send_lat", "-s", "64", "-n", "300"]]
+    for i, cmd in enumerate(cases):
+        base = cmd + ["-d", "tita0", "-x", "0", "-F", "-p", str(port_counter[0] + 60 + i)]
+        name = f"engines-{i}-{cmd[0]}"
+        out, rc = pair(name, base, base + ["127.0.0.1"], kind="vhost2", env=env)
+        rows = result_rows(out["client"])
+        if rc["client"] == 0 and (not rows or rows[-1][1] <= 0):
+            fail(f"{name} {' '.join(cmd)}: no result")
+        per_engine = {}
+        for who in ("server", "client"):
+            sent = [int(m) for m in re.findall(SENT_PER_ENGINE, out[who])]
+            per_engine[who] = sent
+            # A latency test has one QP: only its engine carries it.
+            want = 1 if "lat" in cmd[0] else 2
+            if len(sent) != 2 or sum(1 for n in sent if n > 0) < want:
+                fail(f"{name} {' '.join(cmd)}: {who}'s engines sent {sent} frames (want {want} of 2 busy)")
+        if rows:
+            print(f"{name} {' '.join(cmd)}: last {rows[-1][0]}; frames sent per engine: client "
+                  f"{per_engine['client']}, server {per_engine['server']}")
+    base = ["ibv_rc_pingpong", "-d", "tita0", "-g", "0", "-s", "4096", "-p", str(port_counter[0] + 70)]
+    out, rc = pair("engines-pingpong", base, base + ["127.0.0.1"], kind="vhost2", env=env)
+    if rc["client"] == 0 and "usec/iter" not in out["client"]:
+        fail("engines-pingpong: no result")
+    port = str(port_counter[0] + 71)
+    out, rc = pair("engines-check", [VERBS_CHECK, "--server", "--port", port],
+                   [VERBS_CHECK, "--client", "127.0.0.1", "--port", port], kind="vhost2", env=env)
+    for who in ("server", "client"):
+        print("\n".join(l for l in out[who].splitlines() if l.startswith("verbs_check") or l.startswith("FAIL")))
+
+
 def check():
     env = {"TITA_ARP_TRIES": "2", "TITA_ARP_RETRY_MS": "200"}
     r = subprocess.run(tita("10.0.0.1", "net_ring0", ["--log", "none"]) +
@@ -291,7 +339,7 @@ def check():
 
 
 os.makedirs(WORK, exist_ok=True)
-{"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check}[GROUP]()
+{"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check, "engines": engines}[GROUP]()
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)

@@ -10,6 +10,7 @@
 
 #include "tita/fabric/classify.h"
 #include "tita/fabric/pfc.h"
+#include "tita/wire/arp.h"
 #include "tita/wire/frame.h"
 
 #include <unistd.h>
@@ -271,6 +272,19 @@ int EngineHost::steer_qp(uint32_t qpn, uint32_t peer_qpn, std::string* err) {
   return rc;
 }
 
+void EngineHost::share_with_others(rte_mbuf* m) {
+  for (uint16_t k = 0; k < steering_.inbox.size(); ++k) {
+    if (k == steering_.self) continue;
+    rte_mbuf_refcnt_update(m, 1);
+    if (rte_ring_enqueue(steering_.inbox[k], m) == 0) {
+      ++counters_.rx_handed_off;
+    } else {
+      rte_pktmbuf_free(m);  // drops the reference just taken
+      ++counters_.rx_inbox_full;
+    }
+  }
+}
+
 // One frame to this engine (the mbuf is freed by the caller).
 void EngineHost::deliver(uint64_t now_ns, rte_mbuf* m) {
   if (m->nb_segs == 1) {
@@ -301,8 +315,14 @@ uint32_t EngineHost::poll_once(uint64_t now_ns) {
       continue;
     }
     if (!steering_.inbox.empty()) {
+      const auto* bytes = rte_pktmbuf_mtod(m, const uint8_t*);
+      if (wire::ethertype_of(bytes, m->data_len) == wire::kEtherTypeArp) [[unlikely]] {
+        // Every engine keeps a neighbour table: each one learns from every
+        // ARP frame (the mbuf shared, read only; each copy freed by its reader).
+        share_with_others(m);
+      }
       // Another engine's QP: hand the frame over instead of parsing it here.
-      const int32_t qpn = wire::peek_dest_qp(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+      const int32_t qpn = wire::peek_dest_qp(bytes, m->data_len);
       const uint32_t first = engine_->config().first_qpn - steering_.self * steering_.qpn_stride;
       if (qpn >= static_cast<int32_t>(first)) {
         const uint32_t owner = (static_cast<uint32_t>(qpn) - first) / steering_.qpn_stride;

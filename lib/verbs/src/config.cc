@@ -97,7 +97,9 @@ const std::vector<Setting>& settings() {
       {"pacing_slack_us", "TITA_PACING_SLACK_US",
        "with pace: sending time a late poll may catch up in one burst (default 0; a core shared with other "
        "busy threads needs a few hundred)"},
-      {"max_qps", "TITA_MAX_QPS", "QPs the device holds (default 4096)"},
+      {"max_qps", "TITA_MAX_QPS", "QPs the device holds (default 4096), per engine"},
+      {"engines", "TITA_ENGINES",
+       "engines on the port (default 1), each with its own queue pair, lock and thread; QPs go to them in turn"},
       {"link_wait_ms", "TITA_LINK_WAIT_MS", "how long opening the device waits for the link (default 30000)"},
       {"arp_retry_ms", "TITA_ARP_RETRY_MS", "between ARP requests (default 1000)"},
       {"arp_tries", "TITA_ARP_TRIES", "ARP requests before a peer is unreachable (default 3)"},
@@ -172,6 +174,8 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
     if (!parse_uint(v, &c->pacing_slack_us, 0, 1'000'000)) return bad("must be 0 to 1000000 (microseconds)");
   } else if (key == "max_qps") {
     if (!parse_uint(v, &c->max_qps, 1, 1 << 16)) return bad("must be 1 to 65536");
+  } else if (key == "engines") {
+    if (!parse_uint(v, &c->engines, 1, 16)) return bad("must be 1 to 16");
   } else if (key == "link_wait_ms") {
     if (!parse_uint(v, &c->link_wait_ms, 0, 3'600'000)) return bad("must be 0 to 3600000");
   } else if (key == "arp_retry_ms") {

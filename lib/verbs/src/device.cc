@@ -108,11 +108,15 @@ void Device::shutdown() {
   Device* d = g_device;
   g_device = nullptr;
   d->stop_ = true;
-  if (d->thread_.joinable()) d->thread_.join();
+  for (auto& lane : d->lanes_) {
+    if (lane->thread.joinable()) lane->thread.join();
+  }
   if (d->cfg_.log >= Config::Log::kInfo)
-    for (const auto& [qpn, qp] : d->qps_) d->report_qp(qpn);
-  dpdk::telemetry_withdraw(d->telemetry_id_);
-  d->host_.reset();
+    for (const auto& [qpn, qp] : d->qps_) d->report_qp(qp->lane, qpn);
+  for (auto& lane : d->lanes_) {
+    dpdk::telemetry_withdraw(lane->telemetry_id);
+    lane->host.reset();
+  }
   // Closing a port may write to a peer that is gone (virtio-user to a vhost
   // process that exited first): the SIGPIPE that would kill the application
   // is held back here and discarded, without touching its signal handlers.
@@ -180,6 +184,7 @@ int Device::init(std::string* err) {
   }
   clock_.emplace();
   dpdk::PortConfig pc;
+  pc.rx_queues = pc.tx_queues = static_cast<uint16_t>(cfg_.engines);
   if (int rc = port_.open(port_name, pc, &why); rc != 0) {
     *err = "cannot open DPDK port " + port_name + ": " + why;
     return rc;
@@ -200,6 +205,22 @@ int Device::init(std::string* err) {
   std::snprintf(ibv_.ibdev_path, sizeof ibv_.ibdev_path, "/sys/class/infiniband/%s", cfg_.device.c_str());
   virtual_port_ = !cfg_.vdev.empty();
   link_was_up_ = link_up();
+  for (uint32_t k = 0; k < cfg_.engines; ++k) {
+    lanes_.push_back(std::make_unique<Lane>());
+    lanes_.back()->index = k;
+  }
+  if (cfg_.engines > 1) {
+    const auto inboxes =
+        dpdk::Steering::make_inboxes("tita_verbs", static_cast<uint16_t>(cfg_.engines));
+    if (inboxes.empty()) {
+      *err = "cannot create the engines' inbox rings";
+      return -ENOMEM;
+    }
+    for (auto& lane : lanes_) {
+      lane->steering.self = static_cast<uint16_t>(lane->index);
+      lane->steering.inbox = inboxes;
+    }
+  }
   log(Config::Log::kInfo, "%s on DPDK port %s, %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, link %s %u Mb/s, frames up to %u B",
       cfg_.device.c_str(), port_name.c_str(), cfg_.ip.c_str(), mac_[0], mac_[1], mac_[2], mac_[3], mac_[4], mac_[5],
       link_was_up_ ? "up" : "down", port_.link_speed_mbps(), port_.max_frame_bytes());
@@ -245,16 +266,21 @@ int Device::attach(Context* c) {
   ec.max_qps = cfg_.max_qps;
   ec.arp_retry_ns = uint64_t{cfg_.arp_retry_ms} * 1'000'000;
   ec.arp_tries = cfg_.arp_tries;
-  host_ = std::make_unique<dpdk::EngineHost>(port_, 0, ec,
-                                             dpdk::HostOptions{.zero_copy = false, .port_mac = cfg_.mac.empty()});
-  engine::Engine& e = host_->engine();
-  e.set_event_hook(&Device::on_event, this);
-  for (const auto& [ip, m] : cfg_.neighbours) e.add_neighbour(ip, m.data());  // checked by the config
-  // Its counters for tita-exporter and tita-doctor, read under the device lock.
-  telemetry_id_ = dpdk::telemetry_publish(host_.get(), cfg_.device, &mu_);
   stop_ = false;
   next_link_check_ns_ = 0;
-  thread_ = std::thread([this] { run(); });
+  for (auto& lane : lanes_) {
+    lane->host = std::make_unique<dpdk::EngineHost>(
+        port_, static_cast<uint16_t>(lane->index), ec,
+        dpdk::HostOptions{.zero_copy = false, .port_mac = cfg_.mac.empty(),
+                          .steering = lanes_.size() > 1 ? &lane->steering : nullptr});
+    engine::Engine& e = lane->host->engine();
+    e.set_event_hook(&Device::on_event, this);
+    for (const auto& [ip, m] : cfg_.neighbours) e.add_neighbour(ip, m.data());  // checked by the config
+    // Its counters for tita-exporter and tita-doctor, read under the lane's lock.
+    const std::string name = lanes_.size() > 1 ? cfg_.device + " engine " + std::to_string(lane->index) : cfg_.device;
+    lane->telemetry_id = dpdk::telemetry_publish(lane->host.get(), name, &lane->mu);
+  }
+  for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { run(*l); });
   return 0;
 }
 
@@ -265,29 +291,52 @@ void Device::detach(Context* c) {
     if (!contexts_.empty()) return;
   }
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
-  dpdk::telemetry_withdraw(telemetry_id_);
-  telemetry_id_ = -1;
-  log(Config::Log::kInfo, "%s: progress: %lu steps by the application, %lu by the device thread (%lu with work), "
-      "%lu sleeps (%.1f ms)", cfg_.device.c_str(), static_cast<unsigned long>(stats_.app_steps.load()),
-      static_cast<unsigned long>(stats_.thread_steps), static_cast<unsigned long>(stats_.thread_busy_steps),
-      static_cast<unsigned long>(stats_.sleeps), static_cast<double>(stats_.slept_ns) / 1e6);
-  Lock lock(*this);
-  // What the engine still owes the wire leaves before it goes: the ACK of the
+  for (auto& lane : lanes_) {
+    if (lane->thread.joinable()) lane->thread.join();
+    dpdk::telemetry_withdraw(lane->telemetry_id);
+    lane->telemetry_id = -1;
+    const ProgressStats& st = lane->stats;
+    const dpdk::HostCounters& hc = lane->host->counters();
+    log(Config::Log::kInfo, "%s: engine %u: %lu frames sent, %lu received (%lu handed over by other engines); "
+        "progress: %lu steps by the application, %lu by its thread (%lu with work), %lu sleeps (%.1f ms)",
+        cfg_.device.c_str(), lane->index, static_cast<unsigned long>(hc.tx_frames),
+        static_cast<unsigned long>(hc.rx_frames), static_cast<unsigned long>(hc.rx_from_inbox),
+        static_cast<unsigned long>(st.app_steps.load()), static_cast<unsigned long>(st.thread_steps),
+        static_cast<unsigned long>(st.thread_busy_steps), static_cast<unsigned long>(st.sleeps),
+        static_cast<double>(st.slept_ns) / 1e6);
+  }
+  // What the engines still owe the wire leaves before they go: the ACK of the
   // last message received (a NIC sends it whether or not the process stays),
   // answers to the peer's last retransmissions.
   const uint64_t until = clock_->now_ns() + kLingerNs;
-  while (clock_->now_ns() < until) host_->poll_once(clock_->now_ns());
+  while (clock_->now_ns() < until) {
+    for (uint32_t k = 0; k < lanes(); ++k) {
+      Lock lock(*this, k);
+      lanes_[k]->host->poll_once(clock_->now_ns());
+    }
+  }
   report_refused();
-  host_.reset();
+  for (auto& lane : lanes_) {
+    Lock lock(*this, lane->index);
+    lane->host.reset();
+  }
 }
 
 // Frames that never reached the wire, and those dropped on arrival, said at close:
 // at the default log level when the device failed to send any, else at info
 // (arrivals that are not tita's, or lost to a full port, are a normal sight).
 void Device::report_refused() {
-  const dpdk::HostCounters& h = host_->counters();
-  const engine::EngineCounters& e = host_->engine().counters();
+  dpdk::HostCounters h;
+  engine::EngineCounters e;
+  for (auto& lane : lanes_) {
+    const dpdk::HostCounters& hl = lane->host->counters();
+    h.tx_frames += hl.tx_frames;
+    h.rx_frames += hl.rx_frames;
+    h.tx_no_mbuf += hl.tx_no_mbuf;
+    h.tx_oversize += hl.tx_oversize;
+    h.tx_overrun += hl.tx_overrun;
+    e.rx_dropped += lane->host->engine().counters().rx_dropped;
+  }
   const dpdk::PortStats p = port_.stats();
   const bool any = h.tx_no_mbuf + h.tx_oversize + h.tx_overrun + p.tx_errors > 0;
   log(any ? Config::Log::kError : Config::Log::kInfo,
@@ -300,16 +349,27 @@ void Device::report_refused() {
       static_cast<unsigned long>(p.rx_errors), static_cast<unsigned long>(e.rx_dropped));
 }
 
-const engine::EngineCounters* Device::counters() { return host_ ? &host_->engine().counters() : nullptr; }
-
-void Device::step(bool polling) {
-  const uint64_t now = clock_->now_ns();
-  host_->poll_once(now);
-  stats_.app_steps.fetch_add(1, std::memory_order_relaxed);
-  if (polling) app_step_ns_.store(now, std::memory_order_relaxed);
+bool Device::counters(engine::EngineCounters* out) {
+  *out = {};
+  for (uint32_t k = 0; k < lanes(); ++k) {
+    Lock lock(*this, k);
+    if (!lanes_[k]->host) return false;
+    const engine::EngineCounters& c = lanes_[k]->host->engine().counters();
+    out->rx_bad_pkey += c.rx_bad_pkey;
+    out->rx_dropped += c.rx_dropped;
+  }
+  return true;
 }
 
-void Device::run() {
+void Device::step(uint32_t lane, bool polling) {
+  Lane& l = *lanes_[lane];
+  const uint64_t now = clock_->now_ns();
+  l.host->poll_once(now);
+  l.stats.app_steps.fetch_add(1, std::memory_order_relaxed);
+  if (polling) l.app_step_ns.store(now, std::memory_order_relaxed);
+}
+
+void Device::run(Lane& lane) {
   dpdk::register_thread();  // a mempool cache for this thread
   // Sleeps as short as asked (this thread's timer slack only, not the process's):
   // a sleeper that wakes preempts a spinning application thread on its core.
@@ -326,18 +386,18 @@ void Device::run() {
   uint64_t sleep = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     const uint64_t now = clock_->now_ns();
-    const bool app_active = now - app_step_ns_.load(std::memory_order_relaxed) < kAppActiveNs;
+    const bool app_active = now - lane.app_step_ns.load(std::memory_order_relaxed) < kAppActiveNs;
     bool worked = false;
     uint64_t next = UINT64_MAX;
-    if (!app_active && waiting_.load(std::memory_order_relaxed) == 0) {
-      std::unique_lock lock(mu_, std::try_to_lock);
+    if (!app_active && lane.waiting.load(std::memory_order_relaxed) == 0) {
+      std::unique_lock lock(lane.mu, std::try_to_lock);
       if (lock.owns_lock()) {
-        const uint32_t rx = host_->poll_once(now);
-        next = host_->engine().next_wakeup_ns();
+        const uint32_t rx = lane.host->poll_once(now);
+        next = lane.host->engine().next_wakeup_ns();
         worked = rx > 0 || next <= clock_->now_ns();
-        ++stats_.thread_steps;
-        stats_.thread_busy_steps += worked;
-        if (now >= next_link_check_ns_) {
+        ++lane.stats.thread_steps;
+        lane.stats.thread_busy_steps += worked;
+        if (lane.index == 0 && now >= next_link_check_ns_) {
           next_link_check_ns_ = now + 100'000'000;
           check_link();
         }
@@ -348,7 +408,7 @@ void Device::run() {
       sleep = 0;
       continue;
     }
-    if (waiting_.load(std::memory_order_relaxed) != 0) {
+    if (lane.waiting.load(std::memory_order_relaxed) != 0) {
       // An application thread waits for the lock we just let go: on a shared
       // core, spinning here would keep it from running until our time slice ends.
       sched_yield();
@@ -374,8 +434,8 @@ void Device::run() {
     const uint64_t until_deadline = next > t ? next - t : 0;
     const uint64_t ns = std::max<uint64_t>(1'000, std::min(sleep, until_deadline));
     sleep_ns(ns);
-    ++stats_.sleeps;
-    stats_.slept_ns += ns;
+    ++lane.stats.sleeps;
+    lane.stats.slept_ns += ns;
   }
   dpdk::unregister_thread();
 }
@@ -412,8 +472,8 @@ void Device::unbind_qp(uint32_t qpn) {
   qps_.erase(qpn);
 }
 
-void Device::report_qp(uint32_t qpn) {
-  const engine::QpCounters* k = host_ ? host_->engine().qp_counters(qpn) : nullptr;
+void Device::report_qp(uint32_t lane, uint32_t qpn) {
+  const engine::QpCounters* k = lanes_[lane]->host ? lanes_[lane]->host->engine().qp_counters(qpn) : nullptr;
   if (k == nullptr || k->tx_packets + k->rx_packets == 0) return;
   auto ul = [](uint64_t v) { return static_cast<unsigned long>(v); };
   log(Config::Log::kInfo,
@@ -444,7 +504,8 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     if (it == d->cqs_.end()) return;
     Cq* cq = it->second;
     if (e.kind == engine::EventKind::kCqNotify) {
-      if (cq->cq.channel == nullptr) return;
+      // One event per arming, whichever lane completed first.
+      if (cq->cq.channel == nullptr || !cq->armed.exchange(false)) return;
       auto* ch = reinterpret_cast<Channel*>(cq->cq.channel);
       {
         std::lock_guard lock(ch->mu);

@@ -1,11 +1,19 @@
 // The tita verbs device: one per process, a DPDK port with tita's engine behind
 // it, and the verbs objects handed to the application.
 //
-// Threads. The engine and the port are single-threaded; every engine call runs
-// under the device lock. Whoever holds the lock makes progress (receives,
-// timers, sends): the device's own thread, and application threads inside
+// Engines. The port has one queue pair per engine (the `engines` setting, 1 by
+// default), each engine its lane: its own lock and progress thread. A QP lives
+// on one lane (round robin at creation); PDs, MRs and CQs exist on every lane
+// with the same numbers and keys (created on each, in the same order, under
+// one control lock), so an application sees one device: ibv_poll_cq drains a
+// CQ's part on every lane, an MR's key is good on any QP.
+//
+// Threads. An engine and its queue are single-threaded; every engine call runs
+// under its lane's lock. Whoever holds the lock makes progress (receives,
+// timers, sends): the lane's own thread, and application threads inside
 // ibv_post_send / ibv_poll_cq, which then need no hand-off (the thread backs
-// off while they poll). Completion and asynchronous events cross to waiting
+// off while they poll; with several lanes, ibv_poll_cq leaves progress to the
+// lanes' threads). Completion and asynchronous events cross to waiting
 // application threads through pipes, as the kernel's event files do.
 //
 // Lifetime. The first ibv_get_device_list reads the settings, starts EAL and
@@ -79,7 +87,11 @@ struct Channel {
 
 struct Cq {
   ibv_cq cq;
-  uint32_t id = 0;
+  uint32_t id = 0;  // on every lane
+  // Armed by ibv_req_notify_cq: the first lane's completion event is the
+  // one event of this arming (the others' are dropped until the next).
+  std::atomic<bool> armed{false};
+  std::atomic<uint32_t> next_lane{0};  // where ibv_poll_cq starts, in turn
   uint32_t comp_events_sent = 0;   // handed out by ibv_get_cq_event, under cq.mutex; ibv_destroy_cq waits for their acks
   uint32_t async_events_sent = 0;  // handed to the application (ibv_get_async_event), same
 };
@@ -87,6 +99,7 @@ struct Cq {
 struct Qp {
   ibv_qp qp;
   uint32_t qpn = 0;
+  uint32_t lane = 0;  // the engine that runs it
   ibv_qp_cap cap{};
   bool sq_sig_all = false;
   uint8_t sgid_index = 0;
@@ -112,34 +125,76 @@ class Device {
   int attach(Context* c);
   void detach(Context* c);
 
-  // The engine and the port, one thread at a time.
+  // Where progress came from (reported at close with log=info).
+  struct ProgressStats {
+    std::atomic<uint64_t> app_steps{0};
+    uint64_t thread_steps = 0;
+    uint64_t thread_busy_steps = 0;  // that received or had work due
+    uint64_t sleeps = 0;
+    uint64_t slept_ns = 0;
+  };
+  // One engine on one queue pair of the port.
+  struct Lane {
+    uint32_t index = 0;
+    std::unique_ptr<dpdk::EngineHost> host;
+    dpdk::Steering steering;
+    std::mutex mu;                          // the engine and its queue
+    std::atomic<int> waiting{0};            // application threads waiting for mu
+    std::atomic<uint64_t> app_step_ns{0};   // when an application thread last made progress here
+    std::thread thread;
+    int telemetry_id = -1;                  // host in rte_telemetry (/tita/engine,<id>)
+    ProgressStats stats;
+  };
+
+  // A lane's engine and queue, one thread at a time.
   class Lock {
    public:
-    explicit Lock(Device& d) : d_(d) {
-      d_.waiting_.fetch_add(1, std::memory_order_relaxed);
-      d_.mu_.lock();
-      d_.waiting_.fetch_sub(1, std::memory_order_relaxed);
+    explicit Lock(Device& d, uint32_t lane = 0) : l_(*d.lanes_[lane]) {
+      l_.waiting.fetch_add(1, std::memory_order_relaxed);
+      l_.mu.lock();
+      l_.waiting.fetch_sub(1, std::memory_order_relaxed);
     }
-    ~Lock() { d_.mu_.unlock(); }
+    ~Lock() { l_.mu.unlock(); }
     Lock(const Lock&) = delete;
     Lock& operator=(const Lock&) = delete;
 
    private:
-    Device& d_;
+    Lane& l_;
   };
-  engine::Engine& engine() { return host_->engine(); }
-  // One progress step (receive a burst, timers, send); the caller holds the
-  // lock. `polling`: an application thread polling its CQ did it; while it
-  // keeps doing so the device thread leaves the work to it.
-  void step(bool polling);
-  // Whether an application thread polled (and so made progress) in the last few
-  // microseconds: it will again soon.
-  bool app_polling() const {
-    return clock_->now_ns() - app_step_ns_.load(std::memory_order_relaxed) < kAppPollingNs;
+  uint32_t lanes() const { return static_cast<uint32_t>(lanes_.size()); }
+  engine::Engine& engine(uint32_t lane = 0) { return lanes_[lane]->host->engine(); }
+  // The lane a new QP goes to: each in turn.
+  uint32_t next_qp_lane() { return next_qp_lane_.fetch_add(1, std::memory_order_relaxed) % lanes(); }
+  // Runs fn(engine, lane) on every lane, in lane order, each under its lock,
+  // all under the control lock (so every lane sees the same calls in the same
+  // order, and numbers PDs, MRs and CQs alike); stops at the first non-zero
+  // result and returns it with the lane it came from in *failed_lane.
+  template <typename Fn>
+  int on_every_lane(Fn&& fn, uint32_t* failed_lane = nullptr) {
+    std::lock_guard control(control_mu_);
+    for (uint32_t k = 0; k < lanes(); ++k) {
+      Lock lock(*this, k);
+      if (const int rc = fn(engine(k), k); rc != 0) {
+        if (failed_lane) *failed_lane = k;
+        return rc;
+      }
+    }
+    return 0;
+  }
+  // One progress step of a lane (receive a burst, timers, send); the caller
+  // holds its lock. `polling`: an application thread polling its CQ did it;
+  // while it keeps doing so the lane's thread leaves the work to it.
+  void step(uint32_t lane, bool polling);
+  // Whether an application thread polled (and so made progress) on the lane
+  // in the last few microseconds: it will again soon.
+  bool app_polling(uint32_t lane) const {
+    return clock_->now_ns() - lanes_[lane]->app_step_ns.load(std::memory_order_relaxed) < kAppPollingNs;
   }
   static constexpr uint64_t kAppPollingNs = 20'000;
   // An application thread is about to block for an event: it polls no more.
-  void app_blocks() { app_step_ns_.store(0, std::memory_order_relaxed); }
+  void app_blocks() {
+    for (auto& l : lanes_) l->app_step_ns.store(0, std::memory_order_relaxed);
+  }
 
   // Facts for the query verbs.
   uint64_t node_guid() const { return guid_; }  // host order
@@ -155,7 +210,8 @@ class Device {
   const std::string& port_name() const { return port_.name(); }
   // The largest path MTU (256..4096) whose frames the port carries.
   uint32_t max_path_mtu() const;
-  const engine::EngineCounters* counters();
+  // Engine counters summed over the lanes (none before the first open).
+  bool counters(engine::EngineCounters* out);
   void report_refused();
 
   // Event routing: the engine names CQs and QPs by number.
@@ -167,14 +223,14 @@ class Device {
   // At log=info, one line of the QP's counters (retransmissions, NAKs, RTT
   // samples, ...). Called under the device lock when a QP goes, and for the
   // QPs still open when the process exits.
-  void report_qp(uint32_t qpn);
+  void report_qp(uint32_t lane, uint32_t qpn);
 
   void log(Config::Log level, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
  private:
   Device() = default;
   int init(std::string* err);
-  void run();  // the device thread
+  void run(Lane& lane);  // a lane's thread
   static void on_event(void* ctx, const engine::Event& e);
   void check_link();
 
@@ -186,23 +242,12 @@ class Device {
   bool virtual_port_ = false;  // a vdev (cfg_.vdev)
   std::optional<dpdk::TscClock> clock_;  // after EAL has measured the TSC
 
-  std::mutex mu_;  // the engine and the port
-  std::atomic<int> waiting_{0};          // application threads waiting for mu_
-  std::atomic<uint64_t> app_step_ns_{0};  // when an application thread last made progress
-  std::unique_ptr<dpdk::EngineHost> host_;
-  int telemetry_id_ = -1;  // host_ in rte_telemetry (/tita/engine,<id>)
-  std::thread thread_;
+  std::vector<std::unique_ptr<Lane>> lanes_;  // made at init, engines at the first open
+  std::mutex control_mu_;                      // on_every_lane: one control call at a time
+  std::atomic<uint32_t> next_qp_lane_{0};
   std::atomic<bool> stop_{false};
   bool link_was_up_ = false;
-  uint64_t next_link_check_ns_ = 0;
-  // Where progress came from (reported at close with log=info).
-  struct ProgressStats {
-    std::atomic<uint64_t> app_steps{0};
-    uint64_t thread_steps = 0;
-    uint64_t thread_busy_steps = 0;  // that received or had work due
-    uint64_t sleeps = 0;
-    uint64_t slept_ns = 0;
-  } stats_;
+  uint64_t next_link_check_ns_ = 0;  // lane 0's thread watches the link
 
   std::mutex contexts_mu_;  // contexts_ and the maps below
   std::vector<Context*> contexts_;

@@ -181,7 +181,9 @@ int fill_port_attr(Device* d, uint8_t port, ibv_port_attr* a) {
   a->gid_tbl_len = 1;
   a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   a->max_msg_sz = static_cast<uint32_t>(eng::kMaxMessageBytes);
-  if (const auto* c = d->counters()) a->bad_pkey_cntr = static_cast<uint32_t>(std::min<uint64_t>(c->rx_bad_pkey, 0xffff));
+  if (eng::EngineCounters c; d->counters(&c)) {
+    a->bad_pkey_cntr = static_cast<uint32_t>(std::min<uint64_t>(c.rx_bad_pkey, 0xffff));
+  }
   a->pkey_tbl_len = 1;
   a->max_vl_num = 1;
   const uint32_t speed = d->link_speed_mbps();
@@ -193,16 +195,17 @@ int fill_port_attr(Device* d, uint8_t port, ibv_port_attr* a) {
 
 // ---------------------------------------------------------------- the ops libibverbs calls inline
 
-int op_poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
-  Cq* cq = cq_of(ibcq);
-  Device* d = dev_of(ibcq->context);
+// Up to n completions of the CQ's part on one lane into wc; -1: it overflowed.
+int poll_lane(Device* d, Cq* cq, uint32_t lane, int n, ibv_wc* wc) {
   eng::WorkCompletion buf[64];
   int total = 0;
-  Device::Lock lock(*d);
-  eng::Engine& e = d->engine();
+  Device::Lock lock(*d, lane);
+  eng::Engine& e = d->engine(lane);
   // A polling application makes the progress itself (receive, timers, send):
   // no hand-off to the device thread, which stands aside while this goes on.
-  d->step(true);
+  // With several engines it leaves that to their threads (one application
+  // thread stepping every engine would do their work on one core).
+  if (d->lanes() == 1) d->step(lane, true);
   while (total < n) {
     const int got = e.poll_cq(cq->id, std::min(n - total, 64), buf);
     if (got < 0) return total > 0 ? total : -1;  // overflowed (IBV_EVENT_CQ_ERR)
@@ -230,17 +233,38 @@ int op_poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
   return total;
 }
 
+int op_poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
+  Cq* cq = cq_of(ibcq);
+  Device* d = dev_of(ibcq->context);
+  const uint32_t lanes = d->lanes();
+  if (lanes == 1) return poll_lane(d, cq, 0, n, wc);
+  // Every lane's part, starting from another lane each time.
+  const uint32_t first = cq->next_lane.fetch_add(1, std::memory_order_relaxed) % lanes;
+  int total = 0;
+  for (uint32_t i = 0; i < lanes && total < n; ++i) {
+    const int got = poll_lane(d, cq, (first + i) % lanes, n - total, wc + total);
+    if (got < 0) return total > 0 ? total : -1;
+    total += got;
+  }
+  return total;
+}
+
 int op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   Device* d = dev_of(ibcq->context);
-  Device::Lock lock(*d);
-  return -d->engine().req_notify_cq(cq_of(ibcq)->id, solicited_only != 0);
+  Cq* cq = cq_of(ibcq);
+  cq->armed = true;
+  for (uint32_t k = 0; k < d->lanes(); ++k) {
+    Device::Lock lock(*d, k);
+    if (int rc = d->engine(k).req_notify_cq(cq->id, solicited_only != 0); rc != 0) return -rc;
+  }
+  return 0;
 }
 
 int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   Qp* qp = qp_of(ibqp);
   Device* d = dev_of(ibqp->context);
-  Device::Lock lock(*d);
-  eng::Engine& e = d->engine();
+  Device::Lock lock(*d, qp->lane);
+  eng::Engine& e = d->engine(qp->lane);
   int rc = 0;
   for (; wr != nullptr; wr = wr->next) {
     eng::SendWr w;
@@ -272,15 +296,15 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   }
   // A doorbell: out now, unless the application polls its CQ anyway, whose
   // next step sends what accumulated in one burst.
-  if (!d->app_polling()) d->step(false);
+  if (!d->app_polling(qp->lane)) d->step(qp->lane, false);
   return rc;
 }
 
 int op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* qp = qp_of(ibqp);
   Device* d = dev_of(ibqp->context);
-  Device::Lock lock(*d);
-  eng::Engine& e = d->engine();
+  Device::Lock lock(*d, qp->lane);
+  eng::Engine& e = d->engine(qp->lane);
   for (; wr != nullptr; wr = wr->next) {
     eng::RecvWr w;
     w.wr_id = wr->wr_id;
@@ -398,9 +422,10 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
     errno = ENOMEM;
     return nullptr;
   }
+  qp->lane = d->next_qp_lane();
   {
-    Device::Lock lock(*d);
-    eng::Engine& e = d->engine();
+    Device::Lock lock(*d, qp->lane);
+    eng::Engine& e = d->engine(qp->lane);
     if (int rc = e.create_qp(pd_of(ibpd)->id, &init, &qp->qpn); rc != 0) {
       delete qp;
       errno = -rc;
@@ -453,9 +478,9 @@ void forget_events(Context* c, Match match) {
 int destroy_qp(Qp* qp, bool wait_events) {
   Device* d = dev_of(qp->qp.context);
   {
-    Device::Lock lock(*d);
-    d->report_qp(qp->qpn);
-    if (int rc = d->engine().destroy_qp(qp->qpn); rc != 0) return -rc;
+    Device::Lock lock(*d, qp->lane);
+    d->report_qp(qp->lane, qp->qpn);
+    if (int rc = d->engine(qp->lane).destroy_qp(qp->qpn); rc != 0) return -rc;
   }
   d->unbind_qp(qp->qpn);
   forget_events(context_of(qp->qp.context), [qp](const ibv_async_event& e) {
@@ -482,8 +507,15 @@ int destroy_qp(Qp* qp, bool wait_events) {
 int destroy_cq(Cq* cq, bool wait_events) {
   Device* d = dev_of(cq->cq.context);
   {
-    Device::Lock lock(*d);
-    if (int rc = d->engine().destroy_cq(cq->id); rc != 0) return -rc;
+    // Busy on any lane is busy: asked before the CQ goes from any of them.
+    Context* c = context_of(cq->cq.context);
+    std::lock_guard lock(c->async_mu);
+    for (const Qp* qp : c->qps) {
+      if (qp->qp.send_cq == &cq->cq || qp->qp.recv_cq == &cq->cq) return EBUSY;
+    }
+  }
+  if (int rc = d->on_every_lane([cq](eng::Engine& e, uint32_t) { return e.destroy_cq(cq->id); }); rc != 0) {
+    return -rc;
   }
   d->unbind_cq(cq->id);
   forget_events(context_of(cq->cq.context),
@@ -540,14 +572,26 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t iova, unsigned 
     errno = ENOMEM;
     return nullptr;
   }
+  // The same region on every lane, with the same key (an MR is good on any QP).
   eng::MrInfo info;
-  {
-    Device::Lock lock(*d);
-    if (int rc = d->engine().reg_mr(pd_of(ibpd)->id, addr, length, iova, access, &info); rc != 0) {
-      delete mr;
-      errno = -rc;
-      return nullptr;
+  uint32_t failed = 0;
+  const int rc = d->on_every_lane(
+      [&](eng::Engine& e, uint32_t k) {
+        eng::MrInfo got;
+        if (int r = e.reg_mr(pd_of(ibpd)->id, addr, length, iova, access, &got); r != 0) return r;
+        if (k == 0) info = got;
+        return got.lkey == info.lkey ? 0 : -EIO;  // cannot happen: every lane numbers alike
+      },
+      &failed);
+  if (rc != 0) {
+    for (uint32_t k = 0; k < failed; ++k) {
+      Device::Lock lock(*d, k);
+      d->engine(k).dereg_mr(info.lkey);
     }
+    if (rc == -EIO) d->log(Config::Log::kError, "ibv_reg_mr: the engines gave the region different keys");
+    delete mr;
+    errno = -rc;
+    return nullptr;
   }
   mr->mr.context = ibpd->context;
   mr->mr.pd = ibpd;
@@ -564,10 +608,7 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t iova, unsigned 
 
 int dereg_mr(Mr* mr) {
   Device* d = dev_of(mr->mr.context);
-  {
-    Device::Lock lock(*d);
-    if (int rc = d->engine().dereg_mr(mr->mr.lkey); rc != 0) return EINVAL;
-  }
+  if (d->on_every_lane([mr](eng::Engine& e, uint32_t) { return e.dereg_mr(mr->mr.lkey); }) != 0) return EINVAL;
   Context* c = context_of(mr->mr.context);
   {
     std::lock_guard lock(c->async_mu);
@@ -580,8 +621,17 @@ int dereg_mr(Mr* mr) {
 int dealloc_pd(Pd* pd) {
   Device* d = dev_of(pd->pd.context);
   {
-    Device::Lock lock(*d);
-    if (int rc = d->engine().dealloc_pd(pd->id); rc != 0) return -rc;
+    Context* c = context_of(pd->pd.context);
+    std::lock_guard lock(c->async_mu);
+    for (const Qp* qp : c->qps) {
+      if (qp->qp.pd == &pd->pd) return EBUSY;
+    }
+    for (const Mr* mr : c->mrs) {
+      if (mr->mr.pd == &pd->pd) return EBUSY;
+    }
+  }
+  if (int rc = d->on_every_lane([pd](eng::Engine& e, uint32_t) { return e.dealloc_pd(pd->id); }); rc != 0) {
+    return -rc;
   }
   Context* c = context_of(pd->pd.context);
   {
@@ -920,10 +970,11 @@ TITA_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
     errno = ENOMEM;
     return nullptr;
   }
-  {
-    Device::Lock lock(*d);
-    pd->id = d->engine().alloc_pd();
-  }
+  d->on_every_lane([pd](eng::Engine& e, uint32_t k) {
+    const uint32_t id = e.alloc_pd();
+    if (k == 0) pd->id = id;
+    return id == pd->id ? 0 : -EIO;  // every lane numbers alike
+  });
   pd->pd.context = ctx;
   pd->pd.handle = pd->id;
   Context* c = context_of(ctx);
@@ -1054,13 +1105,24 @@ TITA_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, i
     errno = ENOMEM;
     return nullptr;
   }
-  {
-    Device::Lock lock(*d);
-    if (int rc = d->engine().create_cq(static_cast<uint32_t>(cqe), &cq->id); rc != 0) {
-      delete cq;
-      errno = -rc;
-      return nullptr;
+  // The CQ's part on every lane, with one number.
+  uint32_t failed = 0;
+  const int rc = d->on_every_lane(
+      [&](eng::Engine& e, uint32_t k) {
+        uint32_t id;
+        if (int r = e.create_cq(static_cast<uint32_t>(cqe), &id); r != 0) return r;
+        if (k == 0) cq->id = id;
+        return id == cq->id ? 0 : -EIO;  // cannot happen: every lane numbers alike
+      },
+      &failed);
+  if (rc != 0) {
+    for (uint32_t k = 0; k < failed; ++k) {
+      Device::Lock lock(*d, k);
+      d->engine(k).destroy_cq(cq->id);
     }
+    delete cq;
+    errno = -rc;
+    return nullptr;
   }
   ibv_cq& q = cq->cq;
   q.context = ctx;
@@ -1091,8 +1153,11 @@ TITA_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
   }
   if (cqe < 1 || cqe > kMaxCqe) return EINVAL;
   Device* d = dev_of(cq->context);
-  Device::Lock lock(*d);
-  if (int rc = d->engine().resize_cq(cq_of(cq)->id, static_cast<uint32_t>(cqe)); rc != 0) return -rc;
+  const uint32_t id = cq_of(cq)->id;
+  if (int rc = d->on_every_lane([&](eng::Engine& e, uint32_t) { return e.resize_cq(id, static_cast<uint32_t>(cqe)); });
+      rc != 0) {
+    return -rc;
+  }
   cq->cqe = cqe;
   return 0;
 }
@@ -1208,8 +1273,8 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   std::string err;
   int rc;
   {
-    Device::Lock lock(*d);
-    rc = d->engine().modify_qp(qp->qpn, a, m, &err);
+    Device::Lock lock(*d, qp->lane);
+    rc = d->engine(qp->lane).modify_qp(qp->qpn, a, m, &err);
   }
   if (rc != 0) {
     const std::string_view why = std::string_view(err).starts_with("modify_qp: ") ? std::string_view(err).substr(11)
@@ -1230,8 +1295,8 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
   Device* d = dev_of(ibqp->context);
   eng::QpAttr a;
   {
-    Device::Lock lock(*d);
-    if (int rc = d->engine().query_qp(qp->qpn, &a); rc != 0) return -rc;
+    Device::Lock lock(*d, qp->lane);
+    if (int rc = d->engine(qp->lane).query_qp(qp->qpn, &a); rc != 0) return -rc;
   }
   std::memset(attr, 0, sizeof *attr);
   attr->qp_state = static_cast<ibv_qp_state>(a.qp_state);
@@ -1385,12 +1450,14 @@ TITA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* ctx, ibv_ah_attr* attr,
     std::memcpy(eth_mac, d->mac(), 6);
     return 0;
   }
-  Device::Lock lock(*d);
-  for (const eng::Neighbour& n : d->engine().neighbours()) {
-    if (g.is_ipv4() && n.ipv4 == g.ipv4() &&
-        (n.state == eng::Neighbour::State::kReachable || n.state == eng::Neighbour::State::kStatic)) {
-      std::memcpy(eth_mac, n.mac, 6);
-      return 0;
+  for (uint32_t k = 0; k < d->lanes(); ++k) {  // every engine keeps a table (all hear every ARP frame)
+    Device::Lock lock(*d, k);
+    for (const eng::Neighbour& n : d->engine(k).neighbours()) {
+      if (g.is_ipv4() && n.ipv4 == g.ipv4() &&
+          (n.state == eng::Neighbour::State::kReachable || n.state == eng::Neighbour::State::kStatic)) {
+        std::memcpy(eth_mac, n.mac, 6);
+        return 0;
+      }
     }
   }
   return ENOENT;  // not (yet) known: a QP with this GID resolves it by itself

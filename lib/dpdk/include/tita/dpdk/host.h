@@ -34,6 +34,7 @@ namespace tita::dpdk {
 // A frame that arrives on another engine's queue (RSS does not know QPs) is
 // handed to its owner through the owner's inbox ring; rules that steer by the
 // peer's UDP source port (steer_qp) make that rare where the port has rte_flow.
+// ARP frames reach every engine (each keeps its own neighbour table).
 struct Steering {
   uint16_t self = 0;
   uint32_t qpn_stride = 1u << 16;
@@ -134,6 +135,7 @@ class EngineHost final : public engine::PacketIo {
   uint32_t pending_send(uint32_t n);  // hands up to n frames from the head to the port
   void flush();
   void deliver(uint64_t now_ns, rte_mbuf* m);
+  void share_with_others(rte_mbuf* m);  // an ARP frame: a reference to every other engine's inbox
   bool on_pfc(uint64_t now_ns, const rte_mbuf* m);  // true: m was a PFC frame (consumed)
   bool paused(const rte_mbuf* m) const;
   bool still_paused(uint64_t now_ns) const;  // any priority paused beyond now

@@ -42,7 +42,8 @@ struct Config {
   uint64_t base_rtt_us = 10;      // the unloaded RTT congestion control starts from
   bool pace = false;              // pace at the line rate (ports that take frames faster than a wire)
   uint64_t pacing_slack_us = 0;   // with pace: sending time a late poll may catch up
-  uint32_t max_qps = 4096;
+  uint32_t max_qps = 4096;      // per engine
+  uint32_t engines = 1;         // engines on the port, one queue pair, lock and thread each
   // How long the first ibv_open_device waits for the link to come up. A virtual
   // port's link comes up when its peer process attaches (vhost, memif), a NIC's
   // after training; programs such as perftest refuse a port that is down.
