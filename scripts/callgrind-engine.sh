@@ -27,3 +27,24 @@ for acks in 0 1; do
     if [ -n "$keep" ]; then mkdir -p "$keep" && mv "$out" "$keep/callgrind.$size.$acks"; else rm -f "$out"; fi
   done
 done
+
+# A second engine on the port (bench/dpdk/engines_cost.cc): instructions per
+# data packet inside dpdk::EngineHost::poll_once (host receive, steering and
+# transmit with the engine's work), one engine a port against two, each QP's
+# frames arriving on its own engine's queue (same) or on the other's (cross:
+# every frame through the owner's inbox).
+if [ -x build-cg/bench/dpdk/engines_cost ] || ninja -C build-cg bench/dpdk/engines_cost >/dev/null 2>&1; then
+  for run in "1 same" "2 same" "2 cross"; do
+    out=$(mktemp)
+    # shellcheck disable=SC2086
+    line=$(valgrind --tool=callgrind --callgrind-out-file="$out" \
+      --toggle-collect='tita::dpdk::EngineHost::poll_once(*' build-cg/bench/dpdk/engines_cost $run 20000 2>/dev/null |
+      tail -1)
+    ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    packets=$(echo "$line" | awk '{print $4}')
+    echo "DPDK host + engine, 64 B WRITE, ${run% *} engine(s) a port, ${run#* }: $((ir / packets)) instructions per packet ($line)"
+    rm -f "$out"
+  done
+else
+  echo "engines_cost not built (DPDK not found): no per-engine figures"
+fi
