@@ -52,9 +52,15 @@ TEST(TimingWheel, OverflowDeadlineFiresWhenTheClockJumpsPastIt) {
   EXPECT_EQ(advance(w, 10 * kHorizonNs + 5), std::vector<uint32_t>{2});
 }
 
-TEST(TimingWheel, MatchesAReferenceUnderRandomScheduleCancelAndClockSteps) {
+// Wheels of one word of slots, of 64 words and of 128 (two words of the
+// summary bitmap that finds the next occupied word): the same reference.
+class TimingWheelSizes : public testing::TestWithParam<uint32_t> {};
+
+TEST_P(TimingWheelSizes, MatchesAReferenceUnderRandomScheduleCancelAndClockSteps) {
   constexpr uint32_t kIds = 32;
-  TimingWheel w(kIds, kSlots, kSlotNs);
+  const uint32_t slots = GetParam();
+  const uint64_t kHorizonNs = slots * kSlotNs;
+  TimingWheel w(kIds, slots, kSlotNs);
   std::map<uint32_t, uint64_t> ref;  // id -> deadline
   std::mt19937_64 rng(7);
   uint64_t now = 0;
@@ -99,6 +105,8 @@ TEST(TimingWheel, MatchesAReferenceUnderRandomScheduleCancelAndClockSteps) {
   }
   EXPECT_GT(fired_total, 10'000u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Slots, TimingWheelSizes, testing::Values(64u, 4096u, 8192u));
 
 }  // namespace
 }  // namespace tita::engine

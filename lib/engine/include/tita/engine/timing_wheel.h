@@ -27,6 +27,7 @@ class TimingWheel {
         mask_(slots - 1),
         heads_(slots, kNone),
         occupied_(slots / 64, 0),
+        summary_((slots / 64 + 63) / 64, 0),
         deadline_(ids, kNever),
         next_(ids, kNone),
         prev_(ids, kNone),
@@ -106,17 +107,30 @@ class TimingWheel {
   uint64_t slot_of(uint64_t t) const { return t / slot_ns_; }
   uint32_t slot_index(uint64_t t) const { return static_cast<uint32_t>(slot_of(t) & mask_); }
 
-  // First occupied absolute slot in [from, end), or end. Ring words never span the
-  // end of the ring (slots is a multiple of 64), so a hit in a word is in this lap.
+  // First occupied absolute slot in [from, end), or end; end is at most one
+  // lap past from. The rest of from's word first, then the next occupied word
+  // in ring order, found in the summary (a bit per word): a few steps, however
+  // far away (an idle engine asks for its next deadline at every poll). Ring
+  // words never span the end of the ring (slots is a multiple of 64).
   uint64_t next_occupied(uint64_t from, uint64_t end) const {
-    for (uint64_t s = from; s < end;) {
-      const uint64_t idx = s & mask_;
-      const uint64_t bits = occupied_[idx >> 6] >> (idx & 63);
-      if (bits != 0) {
-        const uint64_t hit = s + static_cast<uint64_t>(__builtin_ctzll(bits));
-        return hit < end ? hit : end;
+    if (from >= end) return end;
+    const uint64_t idx = from & mask_;
+    const uint64_t bits = occupied_[idx >> 6] >> (idx & 63);
+    if (bits != 0) return std::min(end, from + static_cast<uint64_t>(__builtin_ctzll(bits)));
+    const uint64_t words = occupied_.size();  // a power of two
+    const uint64_t w0 = idx >> 6;
+    for (uint64_t step = 1; step <= words;) {
+      const uint64_t r = (w0 + step) & (words - 1);
+      const uint64_t sb = summary_[r >> 6] >> (r & 63);
+      if (sb == 0) {
+        step += 64 - (r & 63);  // the rest of this summary word is empty
+        continue;
       }
-      s += 64 - (idx & 63);
+      step += static_cast<uint64_t>(__builtin_ctzll(sb));
+      if (step > words) break;
+      const uint64_t word = (w0 + step) & (words - 1);
+      const uint64_t hit = ((from >> 6) + step) * 64 + static_cast<uint64_t>(__builtin_ctzll(occupied_[word]));
+      return std::min(end, hit);
     }
     return end;
   }
@@ -128,6 +142,7 @@ class TimingWheel {
     if (heads_[idx] != kNone) prev_[heads_[idx]] = id;
     heads_[idx] = id;
     occupied_[idx >> 6] |= uint64_t{1} << (idx & 63);
+    summary_[idx >> 12] |= uint64_t{1} << ((idx >> 6) & 63);
     where_[id] = kWheel;
   }
 
@@ -140,7 +155,10 @@ class TimingWheel {
     }
     if (next_[id] != kNone) prev_[next_[id]] = prev_[id];
     next_[id] = prev_[id] = kNone;
-    if (heads_[idx] == kNone) occupied_[idx >> 6] &= ~(uint64_t{1} << (idx & 63));
+    if (heads_[idx] == kNone) {
+      occupied_[idx >> 6] &= ~(uint64_t{1} << (idx & 63));
+      if (occupied_[idx >> 6] == 0) summary_[idx >> 12] &= ~(uint64_t{1} << ((idx >> 6) & 63));
+    }
     where_[id] = kNowhere;
   }
 
@@ -179,7 +197,8 @@ class TimingWheel {
   uint64_t mask_;
   uint64_t now_ns_ = 0;
   std::vector<uint32_t> heads_;
-  std::vector<uint64_t> occupied_;
+  std::vector<uint64_t> occupied_;  // a bit per slot
+  std::vector<uint64_t> summary_;   // a bit per word of occupied_ that is not 0
   std::vector<uint64_t> deadline_;
   std::vector<uint32_t> next_;
   std::vector<uint32_t> prev_;
