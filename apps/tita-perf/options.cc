@@ -99,6 +99,9 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
       });
   app.add_option("--spray", o->spray, "multipath: spray each QP's packets over N entropy values of its UDP source "
                  "port (2..16; needs --recovery sr)");
+  app.add_option("--spray-flowlet-us", o->spray_flowlet_us,
+                 "multipath: keep a QP's value until a gap this long in its sending (flowlets); 0: every packet")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--spray-policy", o->spray_policy, "round_robin, reps or offset")
       ->capture_default_str()
       ->check([](const std::string& v) {
@@ -141,6 +144,7 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   if (o->spray != 0) {
     engine::SprayConfig sc;
     sc.paths = o->spray;
+    sc.flowlet_ns = static_cast<uint64_t>(o->spray_flowlet_us * 1e3);
     engine::PathConfig pc;
     wire::parse_dodge_field(o->dodge, &pc.field);  // checked by its option
     if (engine::check_spray(sc, pc, &err) != 0) {

@@ -50,6 +50,7 @@ struct Options {
   std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
   uint16_t spray = 0;          // multipath: entropy values per QP (doc/multipath.md); 0: one path
   std::string spray_policy = "round_robin";
+  double spray_flowlet_us = 0;  // multipath: a value per flowlet (a gap this long starts one); 0: per packet
   bool mtu_given = false;      // server: its own --mtu, not the client's
   bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange
   std::string peer_gid;        // send to this GID instead of the one the peer reports

@@ -69,6 +69,7 @@ void Perf::setup_engine() {
   cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
   wire::parse_dodge_field(o_.dodge, &cfg.path.field);  // checked by the option
   cfg.spray.paths = o_.spray;                           // checked with the options
+  cfg.spray.flowlet_ns = static_cast<uint64_t>(o_.spray_flowlet_us * 1e3);
   engine::parse_spray_policy(o_.spray_policy, &cfg.spray.policy);
   if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
   lanes_ = std::vector<Lane>(o_.engines);

@@ -175,6 +175,12 @@ RdmaNicNetDevice::GetTypeId()
                           StringValue("round_robin"),
                           MakeStringAccessor(&RdmaNicNetDevice::m_sprayPolicy),
                           MakeStringChecker())
+            .AddAttribute("SprayFlowlet",
+                          "Multipath: change a QP's value only after a gap this long in its sending "
+                          "(flowlet switching; 0: every packet)",
+                          TimeValue(Seconds(0)),
+                          MakeTimeAccessor(&RdmaNicNetDevice::m_sprayFlowlet),
+                          MakeTimeChecker())
             .AddAttribute("RepathTimeouts",
                           "Move the path after this many consecutive RTOs (0: never)",
                           UintegerValue(1),
@@ -301,6 +307,7 @@ RdmaNicNetDevice::CreateEngine()
     c.path.lossy_rounds = m_lossyRounds;
     c.path.collapse_permille = m_collapsePermille;
     c.spray.paths = m_sprayPaths;
+    c.spray.flowlet_ns = static_cast<uint64_t>(m_sprayFlowlet.GetNanoSeconds());
     NS_ABORT_MSG_UNLESS(eng::parse_spray_policy(m_sprayPolicy, &c.spray.policy),
                         "SprayPolicy '" << m_sprayPolicy << "' is not round_robin, reps or offset");
     std::string sprayErr;

@@ -164,6 +164,7 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint16_t m_dodgeMask = 0;
     uint16_t m_sprayPaths = 0;
     std::string m_sprayPolicy = "round_robin";
+    Time m_sprayFlowlet;
     uint32_t m_repathTimeouts = 1;
     uint32_t m_stallRtts = 8;
     Time m_stallMin;

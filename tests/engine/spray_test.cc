@@ -111,6 +111,62 @@ TEST(Spray, ReorderedPacketsArePlacedAndNotResent) {
   }
 }
 
+// Every packet delayed by its own random 0-30 us (packets of 1 KB leave
+// every 330 ns): each burst arrives in a nearly random order. The receiver
+// keeps and places each at its PSN (run_verb_workload compares every byte of
+// the SENDs and WRITEs, with and without immediate, 0 B to 64 KB); with a
+// reordering window above the spread nothing is resent.
+TEST(Spray, PacketsInARandomOrderArePlacedByTheirPsn) {
+  uint64_t bytes;
+  auto msgs = verb_workload(1024, 100, 11, &bytes, 65536);
+  std::erase_if(msgs, [](const Message& m) { return m.op == WrOpcode::kRdmaRead; });  // READs are not sprayed
+  Pair p(25'000'000'000, 2'000, bytes, tita_sr_attr(), 2);  // sprayed from the first packet
+  spray_both(p, {.paths = 4, .reorder_ns = 60'000});
+  p.net.set_faults(0, 1, {.jitter_ns = 30'000});
+  run_workload(p, msgs, 2'000'000'000);
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  const QpCounters& r = *p.eng(1).qp_counters(p.side[1].qp);
+  EXPECT_GT(r.out_of_order_received, r.rx_packets / 4) << "the order was not shuffled";
+  EXPECT_GT(r.ooo_buffered, 100u);
+  EXPECT_EQ(q.retransmitted_packets, 0u) << p.describe();
+  EXPECT_EQ(q.timeouts, 0u);
+}
+
+// Flowlets: a value is kept while the QP sends without a gap of flowlet_ns,
+// and chosen anew after one. A flowlet as long as the whole transfer keeps
+// one value for all of it; one shorter than a packet's time on the wire makes
+// every packet its own flowlet, spread as per packet.
+TEST(Spray, FlowletsKeepAValueUntilAGap) {
+  for (const uint64_t flowlet_ns : {uint64_t{10'000'000}, uint64_t{50}}) {
+    SCOPED_TRACE(flowlet_ns);
+    Pair p(25'000'000'000, 2'000, 4u << 20, tita_sr_attr(), 1);
+    std::string err;
+    ASSERT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 4, .flowlet_ns = flowlet_ns}, &err), 0) << err;
+    std::map<uint16_t, uint64_t> per_sport;
+    p.net.set_faults(0, 1, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                              if (is_data(f)) ++per_sport[sport_of(f)];
+                              return false;
+                            }});
+    run_workload(p, writes(8, 256u << 10), 1'000'000'000);
+    uint64_t total = 0, most = 0;
+    for (const auto& [sport, n] : per_sport) {
+      total += n;
+      most = std::max(most, n);
+    }
+    if (flowlet_ns > 1'000'000) {
+      EXPECT_EQ(most, total) << "one flowlet: one value";
+    } else {
+      EXPECT_EQ(per_sport.size(), 4u);
+      EXPECT_LT(most, total * 3 / 10) << "a flowlet per packet: spread as round robin";
+    }
+    EXPECT_EQ(p.eng(0).qp_counters(p.side[0].qp)->timeouts, 0u);
+  }
+  std::string err;
+  Pair p(25'000'000'000, 2'000, 4096, sr_attr(), 1);
+  EXPECT_EQ(p.eng(0).set_spray(p.side[0].qp, {.paths = 2, .flowlet_ns = 2'000'000'000}, &err), -EINVAL);
+  EXPECT_EQ(err, "spray: flowlet_ns must be at most 1 s");
+}
+
 // One path drops everything: its first packets are found lost by the later
 // packets of the other paths (no timeout), resent elsewhere, and the value is
 // replaced after retire_losses losses in a row. Every byte arrives.

@@ -155,6 +155,9 @@ struct SprayState {
   uint16_t base = 0;              // the QP's own dodge value
   std::vector<SprayPath> paths;   // cfg.paths of them
   uint32_t next = 0;              // round robin
+  uint8_t flowlet_path = 0xff;    // flowlets: the path of the current one (0xff: none yet)
+  uint8_t flowlet_generation = 0;  // its generation then (a replaced value ends the flowlet)
+  uint64_t flowlet_sent_ns = 0;   // when the QP last sent a new packet
   std::vector<uint8_t> recycle;   // REPS: paths whose last ACK was clean, FIFO (a ring)
   uint32_t recycle_head = 0;
   uint32_t recycle_count = 0;

@@ -1,7 +1,8 @@
 // Spraying one QP's requests over several entropy values (doc/multipath.md).
 //
 // Each request packet of a SEND or WRITE goes out on one of the QP's values
-// (the dodge bits of its UDP source port), chosen by the policy; the value and
+// (the dodge bits of its UDP source port), chosen by the policy per packet,
+// or per flowlet (SprayConfig::flowlet_ns: a value kept until a gap); the value and
 // the send time are kept per PSN of the selective-repeat window. ACKs and
 // selective ACKs say which packets arrived, hence which value delivered, and
 // the ECHO trailer of the packet that triggered an ACK gives that value's CE
@@ -173,6 +174,9 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
       s.next = (s.next + 1) % k;
       if (i == before) i = (i + 1) % k;
     }
+  } else if (s.cfg.flowlet_ns != 0 && s.flowlet_path != kUnsprayed && now_ns - s.flowlet_sent_ns < s.cfg.flowlet_ns &&
+             s.paths[s.flowlet_path].generation == s.flowlet_generation) {
+    i = s.flowlet_path;  // within the flowlet: the same value, in order
   } else if (s.cfg.policy == SprayPolicy::kReps && s.recycle_count > 0) {
     i = s.recycle[s.recycle_head];
     s.recycle_head = (s.recycle_head + 1) % static_cast<uint32_t>(s.recycle.size());
@@ -180,6 +184,11 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
   } else {
     i = s.next;
     s.next = (s.next + 1) % k;
+  }
+  if (!retransmission) {
+    s.flowlet_path = static_cast<uint8_t>(i);
+    s.flowlet_generation = s.paths[i].generation;
+    s.flowlet_sent_ns = now_ns;
   }
   s.psn_path[slot] = static_cast<uint8_t>(i);
   s.psn_generation[slot] = s.paths[i].generation;
@@ -334,6 +343,7 @@ int check_spray(const SprayConfig& sc, const PathConfig& path, std::string* err)
     return fail("Hash Dodging uses the UDP source port of this QP (turn it off or dodge on the DSCP)");
   }
   if (sc.retire_losses == 0) return fail("retire_losses must be at least 1");
+  if (sc.flowlet_ns > 1'000'000'000) return fail("flowlet_ns must be at most 1 s");
   return 0;
 }
 

@@ -81,6 +81,13 @@ struct SprayConfig {
   // (RACK's reordering window, for paths of unequal delay); 0: a quarter of
   // the smoothed RTT, at least 2 us.
   uint64_t reorder_ns = 0;
+  // 0: each packet takes the next value. Otherwise values change per
+  // flowlet: a packet sent within flowlet_ns of the QP's previous one keeps
+  // its value, so a burst stays in order on one path, and the policy picks
+  // anew after a gap (a gap longer than the paths' delay difference cannot
+  // reorder). Resent packets and tail probes still leave the value that
+  // lost them.
+  uint64_t flowlet_ns = 0;
 };
 
 // 0, or -EINVAL and a one-line message: what set_spray refuses in a config
