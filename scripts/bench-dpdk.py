@@ -87,7 +87,7 @@ def tita_ring(size, qps, secs, engines=1):
     lcores = ["-l", "0,1"] if engines == 1 else ["--lcores", "0@0,1@1,2@0,3@1"]
     r = tita_json(sh([PERF, *lcores, *EAL, "--file-prefix=tb-tr", "--", "--loopback", "--test", "write",
                       "--size", str(size), "--qps", str(qps), "--tx-depth", "32", "--duration", str(secs),
-                      "--engines", str(engines), "--json"], secs + 60))
+                      *(["--engines", str(engines)] if engines > 1 else []), "--json"], secs + 60))
     return r
 
 

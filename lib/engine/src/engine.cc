@@ -1102,8 +1102,24 @@ ControlFrame* Engine::Impl::waiting_control(uint32_t position, uint32_t qpn, Con
 // algorithms that ask for it costs one frame per burst. A CNP waiting says
 // what a new one would. Any other control frame (a fatal NAK) is built now and
 // keeps its order: later ACKs queue behind it.
+EchoCopy Engine::Impl::copy_echo(const Echo& e) const {
+  EchoCopy c;
+  c.on = cfg.telemetry;
+  c.ce_packets = e.ce_packets;
+  c.path_hops = e.path_hops;
+  c.udp_sport = e.udp_sport;
+  c.sack_psn = e.sack_psn;
+  if (const wire::TelemetryHdr* in = e.trailer; in != nullptr && c.on) {
+    c.ts_ns = in->ts_ns.get();
+    c.n_hops = in->hops();
+    c.overflow = in->overflow();
+    std::memcpy(c.hops, wire::telemetry_hops(in), c.n_hops * sizeof(wire::TelemetryHop));
+  }
+  return c;
+}
+
 Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTemplate& hdr,
-                                                 const wire::TransportFields& t, const Echo* echo) {
+                                                 const wire::TransportFields& t, const EchoCopy* echo) {
   using Kind = ControlFrame::Kind;
   // A selective-repeat NAK names one packet that arrived (its SACK): a newer
   // one does not say that packet arrived too, so each is sent (a sender that
@@ -1118,7 +1134,8 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
                                          : nullptr;
   Queued result = Queued::kNew;
   uint8_t ce_before = 0;
-  const Echo none;
+  EchoCopy none;
+  none.on = cfg.telemetry;
   if (w != nullptr) {
     ++counters.control_coalesced;
     if (kind == Kind::kCnp) return Queued::kMerged;
@@ -1142,22 +1159,11 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
   c.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
   c.loopback = qp.loopback;
   EchoCopy copy;
-  if (echo != nullptr && cfg.telemetry) {
-    copy.on = true;
+  if (echo != nullptr) {
+    copy = *echo;  // (its INT records: copy_echo copied only those present)
     copy.ce_packets = static_cast<uint8_t>(std::min(255, echo->ce_packets + ce_before));
-    copy.path_hops = echo->path_hops;
-    copy.udp_sport = echo->udp_sport;
-    copy.sack_psn = echo->sack_psn;
-    if (const wire::TelemetryHdr* in = echo->trailer) {
-      copy.ts_ns = in->ts_ns.get();
-      copy.n_hops = in->hops();
-      copy.overflow = in->overflow();
-      std::memcpy(copy.hops, wire::telemetry_hops(in), copy.n_hops * sizeof(wire::TelemetryHop));
-    }
-  } else if (echo != nullptr) {
-    copy.udp_sport = echo->udp_sport;
   }
-  c.ce_packets = echo != nullptr ? static_cast<uint8_t>(std::min(255, echo->ce_packets + ce_before)) : 0;
+  c.ce_packets = copy.ce_packets;
   if (kind == Kind::kAck) {
     PendingAck a;
     a.psn = t.psn;

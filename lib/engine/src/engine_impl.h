@@ -53,20 +53,6 @@ struct OooSlot {
   uint32_t next = kNil;
 };
 
-// What an ACK or NAK echoes, copied out of the data packet that triggered it
-// (whose frame is gone by the time the ACK is built).
-struct EchoCopy {
-  bool on = false;         // an ECHO trailer (EngineConfig::telemetry)
-  bool overflow = false;   // the data packet's trailer had overflowed
-  uint8_t ce_packets = 0;
-  uint8_t path_hops = 0;
-  uint8_t n_hops = 0;      // INT records in hops
-  uint16_t udp_sport = 0;  // sprayed: the port to answer on (0: the template's)
-  int32_t sack_psn = -1;
-  uint32_t ts_ns = 0;
-  uint8_t hops[wire::kMaxTelemetryHops * sizeof(wire::TelemetryHop)];
-};
-
 // An ACK or sequence NAK whose frame is built when it leaves: a newer one
 // for the QP only updates this (kept in ControlFrame::data until then).
 struct PendingAck {
@@ -220,7 +206,12 @@ struct Engine::Impl {
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
   // What queue_control did with a frame.
   enum class Queued : uint8_t { kNew, kMerged, kDropped };
-  Queued queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t, const Echo* echo);
+  // `echo`: what an ACK or NAK echoes (copy_echo), nullptr for none.
+  Queued queue_control(Qp& qp, const wire::HeaderTemplate& hdr, const wire::TransportFields& t,
+                       const EchoCopy* echo);
+  // What an ACK or NAK echoes of the data packet that triggered it, copied
+  // out of the packet (on: only with EngineConfig::telemetry).
+  EchoCopy copy_echo(const Echo& e) const;
   ControlFrame* waiting_control(uint32_t position, uint32_t qpn, ControlFrame::Kind kind);
   // Writes a control frame's bytes: headers from `hdr`, ICRC, the echo trailer.
   void build_control(ControlFrame& c, const wire::HeaderTemplate& hdr, const wire::TransportFields& t,
@@ -284,6 +275,7 @@ struct Engine::Impl {
   void respond(Qp& qp, const wire::Packet& pkt, bool from_ooo);
   bool send_read_response(Qp& qp);
   void ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo);
+  void send_ack(Qp& qp, uint8_t syndrome, uint32_t psn, const EchoCopy* echo);  // now, not deferred
   void send_cnp(Qp& qp);
   void finish_deferred_ack(Qp& qp);
   void fail_responder(Qp& qp, EventKind event);

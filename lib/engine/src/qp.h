@@ -176,6 +176,20 @@ struct SprayState {
   uint64_t tail_probes = 0;
 };
 
+// What an ACK or NAK echoes, copied out of the data packet that triggered it
+// (whose frame is gone by the time the ACK is built).
+struct EchoCopy {
+  bool on = false;         // an ECHO trailer (EngineConfig::telemetry)
+  bool overflow = false;   // the data packet's trailer had overflowed
+  uint8_t ce_packets = 0;
+  uint8_t path_hops = 0;
+  uint8_t n_hops = 0;      // INT records in hops
+  uint16_t udp_sport = 0;  // sprayed: the port to answer on (0: the template's)
+  int32_t sack_psn = -1;
+  uint32_t ts_ns = 0;
+  uint8_t hops[wire::kMaxTelemetryHops * sizeof(wire::TelemetryHop)];
+};
+
 // ---- requester (requester.cc)
 struct ReqState {
   SendWqe* sq = nullptr;    // ring of sq_mask + 1 (cold.sq_ring)
@@ -268,10 +282,14 @@ struct QpCold {
   bool comm_est = false;  // kCommEstablished raised
   // The responder's READ/atomic ring (max_dest_rd_atomic; its count is hot).
   uint32_t reads_head = 0;
-  // An ACK/NAK held back until READ responses before it have gone (IBA ordering).
+  // An ACK/NAK held back until READ responses before it have gone (IBA
+  // ordering), with what it echoes (a SACK, CE marks, INT: a selective-repeat
+  // NAK without its SACK would read as go-back-N).
   bool deferred_ack = false;
+  bool deferred_has_echo = false;
   uint8_t deferred_syndrome = 0;
   uint32_t deferred_psn = 0;
+  EchoCopy deferred_echo;
   EventKind closing_event = EventKind::kQpFatal;
   uint32_t atomic_next = 0;
   cc::NpState np;  // CNP pacing: touched for CE-marked packets only

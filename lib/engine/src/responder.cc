@@ -519,12 +519,24 @@ void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo)
   const bool fatal = wire::aeth::type(syndrome) == wire::aeth::kNak &&
                      wire::aeth::value(syndrome) != wire::aeth::kNakPsnSequenceError;
   if (qp.resp.reads_count > 0 && !fatal) {
-    // IBA orders responses: an ACK must not overtake READ responses still to go.
+    // IBA orders responses: an ACK must not overtake READ responses still to
+    // go. It waits with what it echoes (a selective-repeat NAK's SACK, CE
+    // marks); a newer one replaces it, adding the CE marks of the one before.
+    const uint8_t ce_before = qp.cold.deferred_ack && qp.cold.deferred_has_echo ? qp.cold.deferred_echo.ce_packets : 0;
     qp.cold.deferred_ack = true;
     qp.cold.deferred_syndrome = syndrome;
     qp.cold.deferred_psn = psn;
+    qp.cold.deferred_has_echo = echo != nullptr || ce_before > 0;
+    if (echo != nullptr) qp.cold.deferred_echo = copy_echo(*echo);
+    qp.cold.deferred_echo.ce_packets =
+        static_cast<uint8_t>(std::min(255, (echo != nullptr ? echo->ce_packets : 0) + ce_before));
     return;
   }
+  const EchoCopy copy = echo != nullptr ? copy_echo(*echo) : EchoCopy{};
+  send_ack(qp, syndrome, psn, echo != nullptr ? &copy : nullptr);
+}
+
+void Engine::Impl::send_ack(Qp& qp, uint8_t syndrome, uint32_t psn, const EchoCopy* echo) {
   wire::TransportFields t;
   t.opcode = Opcode::kAck;
   t.psn = psn;
@@ -542,7 +554,8 @@ void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo)
 void Engine::Impl::finish_deferred_ack(Qp& qp) {
   if (!qp.cold.deferred_ack) return;
   qp.cold.deferred_ack = false;
-  ack(qp, qp.cold.deferred_syndrome, qp.cold.deferred_psn, nullptr);
+  send_ack(qp, qp.cold.deferred_syndrome, qp.cold.deferred_psn,
+           qp.cold.deferred_has_echo ? &qp.cold.deferred_echo : nullptr);
   if (qp.resp.closing) fail_responder(qp, qp.cold.closing_event);
 }
 
