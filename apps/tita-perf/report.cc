@@ -37,17 +37,19 @@ json Perf::qp_stats() {
   }
   // Spraying: every entropy value of every QP (doc/multipath.md).
   json spray = json::array();
-  uint64_t retired = 0;
+  uint64_t retired = 0, dsacks = 0, probes = 0;
   for (const Conn& c : conns_) {
     engine::SprayInfo s;
     if (lanes_[c.lane].engine().spray_info(c.qpn, &s) != 0) continue;
     retired += s.retired;
+    dsacks += s.dsacks;
+    probes += s.tail_probes;
     for (const engine::SprayPathInfo& p : s.paths) {
       spray.push_back({{"qpn", c.qpn}, {"udp_sport", p.udp_sport}, {"sent", p.sent}, {"delivered", p.delivered},
                        {"lost", p.lost}, {"ce", p.ce}, {"srtt_ns", p.srtt_ns}});
     }
   }
-  return {{"spray_paths", spray}, {"spray_retired", retired}, {"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
+  return {{"spray_paths", spray}, {"spray_retired", retired}, {"spray_dsacks", dsacks}, {"spray_tail_probes", probes}, {"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
           {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
           {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", rx_dropped},
           {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},

@@ -32,6 +32,8 @@ struct LinkFaults {
   std::function<bool(const std::vector<uint8_t>&)> mark_if;
   // Frames for which this returns true vanish (a path's black hole, counted as lost).
   std::function<bool(const std::vector<uint8_t>&)> drop_if;
+  // Extra delay of a frame (a path behind a deep queue).
+  std::function<uint64_t(const std::vector<uint8_t>&)> delay_if;
 };
 
 class SimNet {
@@ -231,6 +233,7 @@ class SimNet {
     }
     uint64_t arrive = now_ns_ + wire_ns + delay_ns_;
     if (f.jitter_ns > 0) arrive += std::uniform_int_distribution<uint64_t>(0, f.jitter_ns)(rng_);
+    if (f.delay_if) arrive += f.delay_if(*frame);
     if (f.reorder > 0 && u(rng_) < f.reorder) {
       arrive += f.reorder_ns;
       ++stats_.reordered;

@@ -170,6 +170,50 @@ TEST(Spray, FlowletsKeepAValueUntilAGap) {
   EXPECT_EQ(err, "spray: flowlet_ns must be at most 1 s");
 }
 
+// One value's path becomes up to 90 us slower than the others' (a deep
+// queue builds, 0.1 us more per packet it carries; the round trip is 4 us):
+// its packets come late, in order, and are judged lost
+// before they arrive and resent on the others. The originals then arrive
+// twice at the receiver, whose re-ACKs carry a D-SACK: the sender widens its
+// reordering window. The slow value still delivers, so it is never retired
+// (before the silence rule, such values were retired until all of a QP's
+// ended on one path); nothing times out, every byte arrives.
+TEST(Spray, AValueBehindADeepQueueIsSlowNotRetired) {
+  Pair p(25'000'000'000, 2'000, 4u << 20, tita_sr_attr(), 5);
+  spray_both(p, {.paths = 4});
+  const uint16_t slow = info_of(p).paths[2].udp_sport;
+  uint64_t seen = 0;  // the queue builds, 0.1 us more per packet, once the value has carried 100
+  p.net.set_faults(0, 1, {.delay_if = [&](const std::vector<uint8_t>& f) -> uint64_t {
+                            if (sport_of(f) != slow || ++seen <= 100) return 0;
+                            return std::min<uint64_t>((seen - 100) * 100, 200'000);
+                          }});
+  run_workload(p, writes(16, 256u << 10), 2'000'000'000);
+  const SprayInfo s = info_of(p);
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  EXPECT_EQ(s.retired, 0u);
+  EXPECT_EQ(s.paths[2].udp_sport, slow);
+  EXPECT_GT(s.paths[2].delivered, 100u);
+  EXPECT_GT(q.retransmitted_packets, 0u) << "the late packets were judged lost";
+  EXPECT_GT(s.dsacks, 0u) << "the receiver said which resends were for nothing";
+  EXPECT_EQ(q.timeouts, 0u) << p.describe();
+}
+
+// Duplicated frames (the network delivers some twice): each duplicate is
+// answered with a D-SACK, which a sprayed sender counts; the window grows
+// once per round trip of them at most.
+TEST(Spray, DuplicatesAreAnsweredWithADSack) {
+  Pair p(25'000'000'000, 2'000, 4u << 20, tita_sr_attr(), 6);
+  spray_both(p, {.paths = 4});
+  p.net.set_faults(0, 1, {.duplicate = 0.05});
+  run_workload(p, writes(16, 64u << 10), 1'000'000'000);
+  const SprayInfo s = info_of(p);
+  const QpCounters& r = *p.eng(1).qp_counters(p.side[1].qp);
+  EXPECT_GT(r.duplicates_received, 10u);
+  EXPECT_GE(s.dsacks, r.duplicates_received / 2) << "D-SACKs answer the duplicates";
+  EXPECT_GT(s.reorder_mult, 1u);
+  EXPECT_EQ(p.eng(0).qp_counters(p.side[0].qp)->retransmitted_packets, 0u);
+}
+
 // One path drops everything: its first packets are found lost by the later
 // packets of the other paths (no timeout), resent elsewhere, and the value is
 // replaced after retire_losses losses in a row. Every byte arrives.

@@ -188,7 +188,15 @@ struct Completer {
         ++qp.cold.counters.acks_received;
         const uint64_t bytes = acknowledge_through(psn);
         if (qp.comp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.comp.snd_una, una_before));
-        if (qp.spraying()) spray_update(pkt, una_before, psn);
+        if (!qp.spraying()) return;
+        spray_update(pkt, una_before, psn);
+        // A SACK at or below what the ACK covers: a D-SACK, a packet resent
+        // for nothing (the responder got it twice).
+        const wire::TelemetryHdr* t = pkt.telemetry();
+        const wire::TelemetrySack* sack = t ? wire::telemetry_sack(t) : nullptr;
+        if (sack != nullptr && !psn_after(sack->psn.get() & wire::kPsnMask, psn)) {
+          m.spray_on_dsack(qp, sack->psn.get() & wire::kPsnMask);
+        }
         return;
       }
       case wire::aeth::kRnrNak: {

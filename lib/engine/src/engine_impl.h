@@ -308,6 +308,9 @@ struct Engine::Impl {
   uint64_t spray_detect_losses(Qp& qp);
   // A retransmission timeout: values that delivered nothing since then are replaced.
   void spray_on_timeout(Qp& qp, uint64_t silent_since_ns);
+  // A D-SACK for psn: it was resent for nothing; the reordering window
+  // widens, and the value its first sending took is credited with it.
+  void spray_on_dsack(Qp& qp, uint32_t psn);
 };
 
 inline WcOpcode wc_opcode(WrOpcode op) {

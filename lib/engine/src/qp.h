@@ -147,6 +147,7 @@ struct SprayPath {
   uint64_t delivered_ns = 0;       // when one of its packets was last acknowledged
   uint64_t delivered_sent_ns = 0;  // the send time of the latest-sent one acknowledged (or of its first)
   uint64_t echoed_ns = 0;          // when an ACK came back on it (its own: both directions work)
+  uint64_t marked_ns = 0;          // when an ACK last echoed CE for one of its packets
   SprayPathInfo stats;
 };
 struct SprayState {
@@ -166,14 +167,26 @@ struct SprayState {
   std::vector<uint8_t> psn_path;      // by PSN mod sr_window
   std::vector<uint8_t> psn_generation;  // the path's generation when it was sent
   std::vector<uint64_t> psn_sent_ns;  // by PSN mod sr_window
+  // A resent PSN's earlier sending (its path, that path's generation, when):
+  // a D-SACK for it says that one arrived after all, late, not lost.
+  std::vector<uint8_t> psn_prev_path;
+  std::vector<uint8_t> psn_prev_generation;
+  std::vector<uint64_t> psn_prev_sent_ns;
   uint64_t rack_sent_ns = 0;      // send time of the latest-sent packet known delivered
   uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
   uint64_t rack_deadline_ns = kNever;
+  // RFC 8985's reordering window multiplier: one more quarter of the minimum
+  // RTT per round trip that saw a D-SACK (a resend for nothing), back to 1
+  // after 16 round trips without one.
+  uint32_t reo_mult = 1;
+  uint64_t dsack_ns = 0;       // when reo_mult last grew
+  uint64_t last_dsack_ns = 0;  // when a D-SACK last came
   uint64_t probed_rack_sent_ns = UINT64_MAX;  // rack_sent_ns when the tail was last probed
   uint32_t probes_unanswered = 0;  // probes sent since rack_sent_ns last moved
   uint64_t retired = 0;
   uint64_t replaced = 0;
   uint64_t tail_probes = 0;
+  uint64_t dsacks = 0;
 };
 
 // What an ACK or NAK echoes, copied out of the data packet that triggered it

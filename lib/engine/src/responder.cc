@@ -155,9 +155,13 @@ struct Responder {
       if (qp.resp.reads_count < qp.cold.reads.size()) push_read();
       return Step::kDone;
     }
-    // Re-acknowledge, so a sender whose ACK was lost moves on.
+    // Re-acknowledge, so a sender whose ACK was lost moves on. A
+    // selective-repeat peer learns which packet came twice: a SACK of a PSN
+    // the ACK already covers (a D-SACK, as TCP's RFC 2883) says its resend
+    // was not needed, and a sprayed sender widens its reordering window.
     if (pkt.bth().ack_requested()) {
-      const Echo e = echo();
+      Echo e = echo();
+      if (qp.selective()) e.sack_psn = static_cast<int32_t>(psn);
       m.ack(qp, wire::aeth::ack(), psn_add(qp.resp.epsn, wire::kPsnMask), &e);
     }
     return Step::kDone;

@@ -28,6 +28,7 @@ namespace tita::engine {
 
 using wire::psn_add;
 using wire::psn_before;
+using wire::psn_distance;
 
 namespace {
 
@@ -69,6 +70,21 @@ uint16_t same_class_value(const SprayState& s, uint16_t v) {
   return v;
 }
 
+// Offset policy, a class that failed: a free value of another class than
+// v's, searching on from the last handed out; any free value if none.
+uint16_t other_class_value(SprayState& s, uint16_t v) {
+  const uint32_t n = wire::dodge_values(s.mask);
+  const auto k = static_cast<uint32_t>(s.paths.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto c = static_cast<uint16_t>((s.fresh + i) % n);
+    if (c % k != v % k && !in_use(s, c) && !s.retired_values[c]) {
+      s.fresh = c + 1;
+      return c;
+    }
+  }
+  return unused_value(s);
+}
+
 // `failed`: the value lost its packets (not just congested): not to be tried
 // again soon. Under the offset policy the K values are K classes modulo K,
 // node-disjoint paths; a failed value is replaced within its class first
@@ -78,13 +94,16 @@ uint16_t same_class_value(const SprayState& s, uint16_t v) {
 // its path is broken (a black hole), and a value of another class takes over.
 void replace(SprayState& s, SprayPath& p, bool failed) {
   if (failed) s.retired_values[p.value] = 1;
-  const bool keep_class = s.cfg.policy == SprayPolicy::kOffset && failed && !(p.class_kept && p.stats.delivered == 0);
+  const bool offset = s.cfg.policy == SprayPolicy::kOffset;
+  const bool keep_class = offset && failed && !(p.class_kept && p.stats.delivered == 0);
   const uint16_t same = keep_class ? same_class_value(s, p.value) : p.value;
   p.class_kept = keep_class && same != p.value;
-  p.value = p.class_kept ? same : unused_value(s);
+  // A class that gave way is not tried again at once: the next value comes
+  // from another class (the failed one's next hop leads into the fault).
+  p.value = p.class_kept ? same : offset && failed ? other_class_value(s, p.value) : unused_value(s);
   ++p.generation;
   p.lost_in_row = 0;
-  p.delivered_ns = p.delivered_sent_ns = p.echoed_ns = 0;
+  p.delivered_ns = p.delivered_sent_ns = p.echoed_ns = p.marked_ns = 0;
   p.stats = SprayPathInfo{};
   p.stats.value = p.value;
 }
@@ -105,7 +124,8 @@ uint64_t min_rtt(const SprayState& s, const EngineConfig& cfg) {
   return lo == UINT64_MAX ? cfg.base_rtt_ns : lo;
 }
 
-// RACK's window (a quarter of the minimum RTT) plus how much slower the
+// RACK's window (a quarter of the minimum RTT, times the multiplier that
+// D-SACKs raise, at most the slowest path's RTT) plus how much slower the
 // slowest path is than the fastest: packets of paths of unequal delay
 // overtake each other by about that much. A path without an RTT sample yet
 // counts at the base RTT (a new value is not judged by its neighbours' RTT).
@@ -114,7 +134,7 @@ uint64_t reorder_window(const SprayState& s, const EngineConfig& cfg) {
   const uint64_t lo = min_rtt(s, cfg);
   uint64_t hi = lo;
   for (const SprayPath& p : s.paths) hi = std::max(hi, p.stats.srtt_ns != 0 ? p.stats.srtt_ns : cfg.base_rtt_ns);
-  return std::max(lo / 4 + (hi - lo), kMinReorderNs);
+  return std::max(std::min(lo / 4 * s.reo_mult, hi) + (hi - lo), kMinReorderNs);
 }
 
 // How long the last packet sent may go unacknowledged before it is probed.
@@ -190,6 +210,13 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
     s.flowlet_generation = s.paths[i].generation;
     s.flowlet_sent_ns = now_ns;
   }
+  // A resend remembers the sending before it, which a D-SACK may vindicate.
+  const uint8_t earlier = retransmission ? s.psn_path[slot] : kUnsprayed;
+  s.psn_prev_path[slot] = earlier;
+  if (earlier != kUnsprayed) {
+    s.psn_prev_generation[slot] = s.psn_generation[slot];
+    s.psn_prev_sent_ns[slot] = s.psn_sent_ns[slot];
+  }
   s.psn_path[slot] = static_cast<uint8_t>(i);
   s.psn_generation[slot] = s.paths[i].generation;
   s.psn_sent_ns[slot] = now_ns;
@@ -227,6 +254,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
     path.echoed_ns = now_ns;
     if (rtt_ns != 0) path.stats.srtt_ns = path.stats.srtt_ns == 0 ? rtt_ns : (7 * path.stats.srtt_ns + rtt_ns) / 8;
     path.stats.ce += ce;
+    if (ce > 0) path.marked_ns = now_ns;
     if (s.cfg.policy != SprayPolicy::kReps) continue;
     if (ce == 0) {
       if (s.recycle_count < s.recycle.size()) {
@@ -243,6 +271,7 @@ void Engine::Impl::spray_delivered(Qp& qp, uint32_t from, uint32_t to, uint32_t 
 uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
   SprayState& s = *qp.cold.spray;
   s.rack_deadline_ns = kNever;
+  if (s.reo_mult > 1 && now_ns - s.dsack_ns > 16 * min_rtt(s, cfg)) s.reo_mult = 1;  // no D-SACK for 16 RTTs
   // RACK: the delivered packet sent last arrived rack_rtt after it was sent;
   // a packet sent before it is lost once that long and a window have passed.
   const uint64_t wnd = reorder_window(s, cfg);
@@ -280,7 +309,22 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     // late finds losses by the clock with ACKs still in its queue; a value
     // that delivers along with the others is not silent then.)
     if (path.delivered_sent_ns + wnd > s.rack_sent_ns) continue;
+    // A value whose packets came back CE-marked lately leads into a queue:
+    // slow, not broken (its packets "lost" may still be in that queue, as
+    // Hash Dodging's rules hold back for congestion). It is not retired;
+    // what it lost is resent elsewhere all the same.
+    if (path.marked_ns != 0 && now_ns - path.marked_ns < probe_timeout(s, cfg, wnd)) continue;
     if (path.lost_in_row >= s.cfg.retire_losses) {
+      // Retired only once it has gone silent for two of its own round
+      // trips: a value behind a deep queue still delivers, late and in the
+      // queue's order, within about its RTT (which grows with the queue) -
+      // its "lost" packets too, which the receiver then gets twice and
+      // D-SACKs (spray_on_dsack credits the value) - and a black-holed one
+      // nothing. Without this, queues that change faster than the
+      // reordering window learns made losses of late packets and retired
+      // values until all of a QP's ended on one link.
+      const uint64_t own_rtt = path.stats.srtt_ns != 0 ? path.stats.srtt_ns : cfg.base_rtt_ns;
+      if (now_ns - path.delivered_ns < 2 * own_rtt) continue;
       replace(s, path, true);
       ++s.retired;
     } else if (s.cfg.policy == SprayPolicy::kReps) {
@@ -307,6 +351,30 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     }
   }
   return lost;
+}
+
+void Engine::Impl::spray_on_dsack(Qp& qp, uint32_t psn) {
+  SprayState& s = *qp.cold.spray;
+  ++s.dsacks;
+  s.last_dsack_ns = now_ns;
+  // The packet's first sending arrived after all: its value is late, not
+  // broken - it delivered (a black-holed value's packets never come twice).
+  if (psn_distance(qp.req.snd_max, psn) <= cfg.sr_window) {  // its slot is still its own
+    const uint32_t slot = psn & (cfg.sr_window - 1);
+    const uint8_t i = s.psn_prev_path[slot];
+    s.psn_prev_path[slot] = kUnsprayed;
+    if (i != kUnsprayed && s.psn_prev_generation[slot] == s.paths[i].generation) {
+      SprayPath& path = s.paths[i];
+      path.lost_in_row = 0;
+      path.delivered_ns = now_ns;
+      path.delivered_sent_ns = std::max(path.delivered_sent_ns, s.psn_prev_sent_ns[slot]);
+    }
+  }
+  // Once per round trip: the D-SACKs of one batch of spurious resends are one
+  // lesson (RFC 8985 section 6.2, step 4).
+  if (s.dsack_ns != 0 && now_ns - s.dsack_ns < min_rtt(s, cfg)) return;
+  s.dsack_ns = now_ns;
+  s.reo_mult = std::min<uint32_t>(s.reo_mult + 1, 64);
 }
 
 void Engine::Impl::spray_on_timeout(Qp& qp, uint64_t silent_since_ns) {
@@ -382,6 +450,9 @@ void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
   s->psn_path.assign(cfg.sr_window, kUnsprayed);
   s->psn_generation.assign(cfg.sr_window, 0);
   s->psn_sent_ns.assign(cfg.sr_window, 0);
+  s->psn_prev_path.assign(cfg.sr_window, kUnsprayed);
+  s->psn_prev_generation.assign(cfg.sr_window, 0);
+  s->psn_prev_sent_ns.assign(cfg.sr_window, 0);
   qp.cold.spray = std::move(s);
   set_ack_every(qp);
 }
@@ -394,6 +465,8 @@ int Engine::spray_info(uint32_t qp_num, SprayInfo* out) const {
   out->retired = s.retired;
   out->replaced = s.replaced;
   out->tail_probes = s.tail_probes;
+  out->dsacks = s.dsacks;
+  out->reorder_mult = s.reo_mult;
   out->paths.clear();
   for (const SprayPath& p : s.paths) {
     SprayPathInfo i = p.stats;

@@ -109,6 +109,8 @@ struct SprayInfo {
   uint64_t retired = 0;   // values replaced after repeated losses
   uint64_t replaced = 0;  // REPS: values left after CE or a loss
   uint64_t tail_probes = 0;  // last packets resent on another value after no ACK for 2 RTTs
+  uint64_t dsacks = 0;       // D-SACKs received: packets resent for nothing (the reordering window widened)
+  uint32_t reorder_mult = 1;  // the reordering window's multiplier now (quarters of the minimum RTT)
   std::vector<SprayPathInfo> paths;
 };
 
