@@ -1158,27 +1158,24 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
   c.qp_num = qp.qpn;
   c.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
   c.loopback = qp.loopback;
-  EchoCopy copy;
-  if (echo != nullptr) {
-    copy = *echo;  // (its INT records: copy_echo copied only those present)
-    copy.ce_packets = static_cast<uint8_t>(std::min(255, echo->ce_packets + ce_before));
-  }
-  c.ce_packets = copy.ce_packets;
+  c.ce_packets = echo != nullptr ? static_cast<uint8_t>(std::min(255, echo->ce_packets + ce_before)) : 0;
   if (kind == Kind::kAck) {
-    PendingAck a;
-    a.psn = t.psn;
-    a.msn = t.msn;
-    a.syndrome = t.syndrome;
-    // Only the echo's used part: its INT records are most of it.
-    std::memcpy(&a.echo, &copy, offsetof(EchoCopy, hops) + copy.n_hops * sizeof(wire::TelemetryHop));
-    std::memcpy(c.data, &a, offsetof(PendingAck, echo) + offsetof(EchoCopy, hops) +
-                                copy.n_hops * sizeof(wire::TelemetryHop));
+    // Into the slot, as bytes: the fields, the echo's used part (its INT
+    // records are most of it) with the CE marks of the ACK it replaces.
+    const PendingAck::Head head{t.psn, t.msn, t.syndrome};
+    std::memcpy(c.data, &head, sizeof head);
+    uint8_t* e = c.data + offsetof(PendingAck, echo);
+    const uint32_t hops = echo != nullptr ? echo->n_hops : 0;
+    std::memcpy(e, echo != nullptr ? echo : &none, PendingAck::bytes(hops) - offsetof(PendingAck, echo));
+    if (echo == nullptr) e[offsetof(EchoCopy, on)] = 0;  // no trailer
+    e[offsetof(EchoCopy, ce_packets)] = c.ce_packets;
     c.pending = true;
     c.len = 0;
     return result;
   }
+  // Other control frames are never merged: the echo as it is.
   c.pending = false;
-  build_control(c, hdr, t, echo != nullptr ? &copy : nullptr);
+  build_control(c, hdr, t, echo);
   return result;
 }
 
@@ -1222,13 +1219,15 @@ void Engine::Impl::flush_control() {
       c.pending = false;
       Qp* qp = qp_by_num(c.qp_num);
       if (qp != nullptr) {
-        PendingAck a;
-        std::memcpy(&a, c.data, sizeof a);
+        PendingAck a;  // out of the slot first: the frame is built over it
+        uint8_t n_hops;
+        std::memcpy(&n_hops, c.data + offsetof(PendingAck, echo) + offsetof(EchoCopy, n_hops), 1);
+        std::memcpy(&a, c.data, PendingAck::bytes(n_hops));
         wire::TransportFields t;
         t.opcode = Opcode::kAck;
-        t.psn = a.psn;
-        t.syndrome = a.syndrome;
-        t.msn = a.msn;
+        t.psn = a.head.psn;
+        t.syndrome = a.head.syndrome;
+        t.msn = a.head.msn;
         t.ecn = wire::kEcnNotEct;
         build_control(c, qp->resp_hdr(), t, &a.echo);
       }

@@ -56,17 +56,23 @@ struct OooSlot {
 // An ACK or sequence NAK whose frame is built when it leaves: a newer one
 // for the QP only updates this (kept in ControlFrame::data until then).
 struct PendingAck {
-  uint32_t psn = 0;
-  uint32_t msn = 0;
-  uint8_t syndrome = 0;
+  struct Head {
+    uint32_t psn = 0;
+    uint32_t msn = 0;
+    uint8_t syndrome = 0;
+  } head;
   EchoCopy echo;
+  // Bytes of an ACK whose echo holds n INT records (what the slot must keep).
+  static constexpr size_t bytes(uint32_t n_hops) {
+    return offsetof(PendingAck, echo) + offsetof(EchoCopy, hops) + n_hops * sizeof(wire::TelemetryHop);
+  }
 };
 
 // A control frame (ACK, NAK, CNP, ARP) waiting for tx space.
 struct ControlFrame {
   static constexpr uint32_t kBytes = 192;
   static_assert(sizeof(PendingAck) <= kBytes);
-  uint8_t data[kBytes];
+  alignas(8) uint8_t data[kBytes];
   uint32_t len = 0;
   uint32_t qp_num = 0;
   uint8_t priority = 0;
