@@ -246,12 +246,14 @@ def plot(results, ws_runs, out):
     except ImportError:
         print("run.py: no matplotlib, no plots")
         return
+    not_done = 100.0  # drawn at this ratio, hatched
+
     def ratio(r):
         if r is None:
             return 0
         if "collective_ns" in r:
-            return r["collective_ns"] / r["ideal_ns"] if r["collectives_done"] else 0
-        return r["last_fct_ns"] / r["ideal_fct_ns"] if r.get("flows_done") else 0
+            return r["collective_ns"] / r["ideal_ns"] if r["collectives_done"] else not_done
+        return r["last_fct_ns"] / r["ideal_fct_ns"] if r.get("flows_done") else not_done
 
     coll = [s for s in results if "collective_ns" in next(iter(results[s].values()))
             or "last_fct_ns" in next(iter(results[s].values()))]
@@ -262,9 +264,15 @@ def plot(results, ws_runs, out):
             xs = [j + i * width for j in range(len(coll))]
             ratio_ = [ratio(results[s].get(p)) for s in coll]
             spread = [results[s].get(p, {}).get("core_spread") or 0 for s in coll]
-            axes[0].bar(xs, ratio_, width, label=p)
-            axes[1].bar(xs, spread, width, label=p)
-        for ax, title in ((axes[0], "completion (collective, last flow) / ideal; 0: not done"), (axes[1], "core utilisation max / mean")):
+            bars = axes[0].bar(xs, ratio_, width, label=p, color=f"C{i}")
+            for b, v in zip(bars, ratio_):
+                if v == not_done:
+                    b.set_hatch("//")
+                    b.set_alpha(0.5)
+            axes[1].bar(xs, spread, width, label=p, color=f"C{i}")
+        axes[0].set_yscale("log")
+        for ax, title in ((axes[0], "completion (collective, last flow) / ideal\n(log; hatched at 100: not done)"),
+                          (axes[1], "core-link utilisation max / mean")):
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(coll))])
             ax.set_xticklabels(coll, rotation=30, ha="right", fontsize=8)
             ax.set_title(title, fontsize=9)
