@@ -43,7 +43,6 @@ struct Cq {
   bool valid = false;
 };
 
-// A frame the responder keeps until the packets before it arrive.
 // A kept out-of-order frame: its bytes live in the slot's part of an arena
 // allocated when the pool grows (at a QP's INIT->RTR), never on the data path.
 struct OooSlot {

@@ -2,20 +2,25 @@
 //
 // Each request packet of a SEND or WRITE goes out on one of the QP's values
 // (the dodge bits of its UDP source port), chosen by the policy per packet,
-// or per flowlet (SprayConfig::flowlet_ns: a value kept until a gap); the value and
-// the send time are kept per PSN of the selective-repeat window. ACKs and
-// selective ACKs say which packets arrived, hence which value delivered, and
-// the ECHO trailer of the packet that triggered an ACK gives that value's CE
-// marks and RTT. Packets of different values may overtake each other, so a gap
-// is not a loss: a packet is lost once a packet sent a reordering window after
-// it has been delivered (RACK, RFC 8985), or at that time measured from the
-// latest delivery. The last packet sent (or resent) has nothing after it to be
-// judged by: with no ACK for twice the slowest path's RTT and a window, it is
-// resent on another value (a tail loss probe, RFC 8985 section 7), whose ACK
-// brings RACK the evidence for the rest; one probe per delivery seen. A value
-// whose packets are lost retire_losses times in a row is replaced by an unused
-// one, so a black-holed path is left after a few packets, each resent on
-// another value, without a timeout.
+// or per flowlet (SprayConfig::flowlet_ns: a value kept until a gap); the
+// value and the send time are kept per PSN of the selective-repeat window.
+// ACKs and selective ACKs say which packets arrived, hence which value
+// delivered, and the ECHO trailer of the packet that triggered an ACK gives
+// that value's CE marks and RTT. Packets of different values may overtake
+// each other, so a gap is not a loss: a packet is lost once a packet sent a
+// reordering window after it has been delivered (RACK, RFC 8985), or at that
+// time measured from the latest delivery. A packet resent for nothing comes
+// back as a D-SACK (an ACK whose SACK it already covers): the window widens,
+// and the value the first sending took is credited with it. The last packet
+// sent (or resent) has nothing after it to be judged by: with no ACK for
+// twice the slowest path's RTT and a window, it is resent on another value (a
+// tail loss probe, RFC 8985 section 7), whose ACK brings RACK the evidence
+// for the rest; one probe per delivery seen. A value whose packets are lost
+// retire_losses times in a row, with evidence from the other values and after
+// two of its own round trips of silence, is replaced by an unused one: a
+// black-holed path is left after a few packets, each resent on another value,
+// without a timeout, while a path behind a deep queue, which still delivers,
+// is kept.
 //
 // READ and atomic requests keep the QP's own path: their responses come back
 // in PSN order on the responder's path and are recovered as on one path.
