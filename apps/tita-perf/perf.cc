@@ -215,6 +215,11 @@ void Perf::connect(const json& peer, uint32_t k) {
     Engine& e = lane_of(c).engine();
     if (engine::connect_rc(e, c.qpn, a, &err) != 0) die(err);
     if (e.set_cc(c.qpn, o_.cc, o_.cc_params, &err) != 0) die(err);
+    // Several engines: where the port has rte_flow, the peer's frames for
+    // this QP go straight to its engine's queue (counted as flow_rules);
+    // elsewhere (vdevs) they arrive by RSS or queue pairing, and the inbox
+    // hands over what lands on another engine.
+    if (o_.engines > 1) lane_of(c).host->steer_qp(c.qpn, c.peer_qpn, &err);
   }
 }
 

@@ -27,13 +27,14 @@ json Perf::qp_stats() {
     path_follows += q.path_follows;
   }
   // Engine and host counters, summed over the port's engines.
-  uint64_t rx_dropped = 0, tx_no_mbuf = 0, tx_oversize = 0, zero_copy = 0, handed_off = 0;
+  uint64_t rx_dropped = 0, tx_no_mbuf = 0, tx_oversize = 0, zero_copy = 0, handed_off = 0, flow_rules = 0;
   for (const Lane& lane : lanes_) {
     rx_dropped += lane.host->engine().counters().rx_dropped;
     tx_no_mbuf += lane.host->counters().tx_no_mbuf;
     tx_oversize += lane.host->counters().tx_oversize;
     zero_copy += lane.host->counters().tx_zero_copy;
     handed_off += lane.host->counters().rx_handed_off;
+    flow_rules += lane.host->counters().flow_rules;
   }
   // Spraying: every entropy value of every QP (doc/multipath.md).
   json spray = json::array();
@@ -54,7 +55,7 @@ json Perf::qp_stats() {
           {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", rx_dropped},
           {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
           {"tx_no_mbuf", tx_no_mbuf}, {"tx_oversize", tx_oversize}, {"zero_copy_frames", zero_copy},
-          {"engines", lanes_.size()}, {"rx_handed_off", handed_off},
+          {"engines", lanes_.size()}, {"rx_handed_off", handed_off}, {"flow_rules", flow_rules},
           {"path_changes", path_changes}, {"path_follows", path_follows}};
 }
 

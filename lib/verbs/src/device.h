@@ -162,6 +162,11 @@ class Device {
     Lane& l_;
   };
   uint32_t lanes() const { return static_cast<uint32_t>(lanes_.size()); }
+  // An rte_flow rule for the peer's frames to our QP on `lane` (the caller
+  // holds its lock). 0, or -errno where the port has no rte_flow.
+  int steer_qp(uint32_t lane, uint32_t qpn, uint32_t peer_qpn, std::string* err) {
+    return lanes_[lane]->host->steer_qp(qpn, peer_qpn, err);
+  }
   engine::Engine& engine(uint32_t lane = 0) { return lanes_[lane]->host->engine(); }
   // The lane a new QP goes to: each in turn.
   uint32_t next_qp_lane() { return next_qp_lane_.fetch_add(1, std::memory_order_relaxed) % lanes(); }

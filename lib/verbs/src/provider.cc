@@ -1275,6 +1275,16 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   {
     Device::Lock lock(*d, qp->lane);
     rc = d->engine(qp->lane).modify_qp(qp->qpn, a, m, &err);
+    if (rc == 0 && d->lanes() > 1 && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
+      // Several engines: the peer's frames for this QP straight to its
+      // engine's queue where the port has rte_flow; otherwise they come by
+      // RSS or queue pairing, and the inbox hands over what lands elsewhere.
+      std::string why;
+      if (d->steer_qp(qp->lane, qp->qpn, attr->dest_qp_num, &why) != 0) {
+        d->log(Config::Log::kDebug, "QP %#x: no flow rule (%s): frames reach its engine by the inbox", qp->qpn,
+               why.c_str());
+      }
+    }
   }
   if (rc != 0) {
     const std::string_view why = std::string_view(err).starts_with("modify_qp: ") ? std::string_view(err).substr(11)
