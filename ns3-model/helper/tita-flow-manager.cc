@@ -128,6 +128,17 @@ TitaFlowManager::IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const
     return static_cast<uint64_t>(ns + 0.5);
 }
 
+uint64_t
+TitaFlowManager::IdealMessageNs(uint32_t src, uint32_t dst, uint64_t bytes) const
+{
+    const uint64_t full = IdealFctNs(src, dst, bytes);
+    if (bytes >= m_mtu || full == 0)
+    {
+        return full;
+    }
+    return full - BaseRttNs(src, dst) + m_net->GetBaseRttNs(src, dst, static_cast<uint32_t>(bytes));
+}
+
 std::pair<uint32_t, uint32_t>
 TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
 {

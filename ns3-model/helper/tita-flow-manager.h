@@ -86,6 +86,11 @@ class TitaFlowManager : public Object
                          Done onReceived);
 
     uint64_t IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const;
+    /// IdealFctNs, except that a message shorter than a full packet is stored
+    /// and forwarded at each link at its own size (IdealFctNs keeps the HPCC
+    /// simulator's full-packet base RTT, which a ring of one-packet steps
+    /// would pay thousands of times over).
+    uint64_t IdealMessageNs(uint32_t src, uint32_t dst, uint64_t bytes) const;
     /// The pair's base RTT, as IdealFctNs counts it.
     uint64_t BaseRttNs(uint32_t src, uint32_t dst) const { return GetPairPath(src, dst).baseRttNs; }
     uint32_t GetStarted() const { return m_started; }

@@ -310,12 +310,32 @@ TitaCollective::IdealNs() const
     uint64_t worst = 0;
     if (m_kind == "allreduce")
     {
+        // acked[i]: rank i's message to i+1 until its ACK is back;
+        // arrived[i]: until the receiver has it (the ACK's propagation less).
         const uint64_t chunk = ChunkBytes();
+        std::vector<uint64_t> acked(n), arrived(n);
         for (uint32_t i = 0; i < n; ++i)
         {
-            worst = std::max(worst, m_mgr->IdealFctNs(m_ranks[i].host, m_ranks[(i + 1) % n].host, chunk));
+            const uint32_t a = m_ranks[i].host;
+            const uint32_t b = m_ranks[(i + 1) % n].host;
+            acked[i] = m_mgr->IdealMessageNs(a, b, chunk);
+            arrived[i] = acked[i] - std::min(acked[i], m_mgr->GetNetwork()->GetPath(a, b).delayNs);
         }
-        return 2 * uint64_t{n - 1} * worst;
+        std::vector<uint64_t> start(n, 0), next(n);
+        for (uint32_t t = 1; t < 2 * (n - 1); ++t)
+        {
+            for (uint32_t i = 0; i < n; ++i)
+            {
+                const uint32_t left = (i + n - 1) % n;
+                next[i] = std::max(start[i] + acked[i], start[left] + arrived[left]);
+            }
+            start.swap(next);
+        }
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            worst = std::max(worst, start[i] + arrived[i]);
+        }
+        return worst;
     }
     const uint64_t total = uint64_t{n - 1} * ChunkBytes();
     for (uint32_t i = 0; i < n; ++i)

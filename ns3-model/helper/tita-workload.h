@@ -158,8 +158,11 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     const std::vector<Step>& GetSteps() const { return m_steps; }
     /// The completion time of the collective on a non-blocking network with
     /// nothing else running, as TitaFlowManager::IdealFctNs counts a flow's:
-    /// ring AllReduce, 2(N-1) steps each as long as its slowest pair's ideal
-    /// message time; All-to-All (either kind), the busiest rank's bytes with
+    /// ring AllReduce, the longest chain of its 2(N-1) steps as RingTry orders
+    /// them (a rank sends step t once its step t-1 is acknowledged, the
+    /// flow manager's IdealMessageNs, and step t-1 from its left neighbour has
+    /// arrived, that time less the ACK's way back), so rings whose pairs differ in path
+    /// length are not charged the slowest pair at every step; All-to-All (either kind), the busiest rank's bytes with
     /// per-packet overheads at its NIC's rate plus the network's largest base
     /// RTT (ranks of one server are counted at their NIC's rate too).
     uint64_t IdealNs() const;
