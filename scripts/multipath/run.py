@@ -41,8 +41,8 @@ OUT/results.md (the tables doc/multipath.md quotes) and OUT/*.png: completion
 time against the ideal per scenario and policy, web-search slowdown per size
 bucket, and the spread (max / mean) of the core links' utilisation.
 
---quick runs the fat_tree_320 scenarios only (about 12 minutes on 2 vCPUs);
-the two multi-rail scenarios add about 40 minutes.
+--quick runs the fat_tree_320 scenarios only (about 17 minutes on 2 vCPUs);
+the two multi-rail scenarios add about 18 minutes.
 """
 import argparse
 import csv
