@@ -272,7 +272,7 @@ class TitaSprayBlackHoleTestCase : public TestCase
         const FaultResult clean = RunBlackHole(false);
         const FaultResult hole = RunBlackHole(true);
         std::fprintf(stderr,
-                     "  8 MB WRITE: %.1f us without the fault, %.1f us with it (%lu value retired, %lu timeouts)\n",
+                     "  8 MB WRITE: %.1f us without the fault, %.1f us with it (values retired: %lu, timeouts: %lu)\n",
                      clean.done.GetNanoSeconds() / 1e3,
                      hole.done.GetNanoSeconds() / 1e3,
                      static_cast<unsigned long>(hole.retired),
