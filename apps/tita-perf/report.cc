@@ -10,6 +10,7 @@ namespace tita::perf {
 json Perf::qp_stats() {
   uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
   uint64_t rnr = 0, int_records = 0, ecn_ce = 0, path_changes = 0, path_follows = 0;
+  uint64_t by_timeout = 0, by_stall = 0, by_loss = 0, by_throughput = 0, by_manual = 0, spurious_stalls = 0;
   for (const Conn& c : conns_) {
     const engine::QpCounters& q = *lanes_[c.lane].engine().qp_counters(c.qpn);
     retx += q.retransmitted_packets;
@@ -25,9 +26,16 @@ json Perf::qp_stats() {
     rtt = std::max(rtt, q.last_rtt_ns);
     path_changes += q.path_changes;
     path_follows += q.path_follows;
+    by_timeout += q.path_changes_timeout;
+    by_stall += q.path_changes_stall;
+    by_loss += q.path_changes_loss;
+    by_throughput += q.path_changes_throughput;
+    by_manual += q.path_changes_manual;
+    spurious_stalls += q.spurious_stalls;
   }
   // Engine and host counters, summed over the port's engines.
   uint64_t rx_dropped = 0, tx_no_mbuf = 0, tx_oversize = 0, zero_copy = 0, handed_off = 0, flow_rules = 0;
+  uint64_t late_polls = 0, late_ns = 0;
   for (const Lane& lane : lanes_) {
     rx_dropped += lane.host->engine().counters().rx_dropped;
     tx_no_mbuf += lane.host->counters().tx_no_mbuf;
@@ -35,6 +43,8 @@ json Perf::qp_stats() {
     zero_copy += lane.host->counters().tx_zero_copy;
     handed_off += lane.host->counters().rx_handed_off;
     flow_rules += lane.host->counters().flow_rules;
+    late_polls += lane.host->counters().late_polls;
+    late_ns += lane.host->counters().late_ns;
   }
   // Spraying: every entropy value of every QP (doc/multipath.md).
   json spray = json::array();
@@ -56,7 +66,10 @@ json Perf::qp_stats() {
           {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
           {"tx_no_mbuf", tx_no_mbuf}, {"tx_oversize", tx_oversize}, {"zero_copy_frames", zero_copy},
           {"engines", lanes_.size()}, {"rx_handed_off", handed_off}, {"flow_rules", flow_rules},
-          {"path_changes", path_changes}, {"path_follows", path_follows}};
+          {"path_changes", path_changes}, {"path_follows", path_follows},
+          {"path_changes_by", {{"timeout", by_timeout}, {"stall", by_stall}, {"loss", by_loss},
+                               {"throughput", by_throughput}, {"manual", by_manual}}},
+          {"spurious_stalls", spurious_stalls}, {"late_polls", late_polls}, {"late_ms", late_ns / 1e6}};
 }
 
 void Perf::report(const json& client, const json& server) {

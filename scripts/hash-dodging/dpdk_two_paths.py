@@ -45,6 +45,13 @@ from dpdk_telemetry import Telemetry  # noqa: E402
 failures = []
 
 
+def starved(side):
+    """What tita-perf's host says of its own polling: a host descheduled for
+    milliseconds sees its peer as silent (the failure line says so)."""
+    return (f"host polled late {side.get('late_polls', 0)} times, "
+            f"{side.get('late_ms', 0):.1f} ms in all")
+
+
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
@@ -319,14 +326,15 @@ def main():
             print(f"info the client's QP changed path before the fault: {early}", flush=True)
         moves = cl.get("path_changes", 0) - early.get("path_changes", 0)
         check(moves == 1, f"the client's QP changed path once after the fault ({moves}; "
-                          f"{cl.get('path_changes')} in all)")
+                          f"{cl.get('path_changes')} in all, by reason {cl.get('path_changes_by')}, "
+                          f"{cl.get('spurious_stalls')} spurious stalls; {starved(cl)})")
         check(sv.get("path_follows", 0) >= 1, f"the server's ACKs followed (path_follows {sv.get('path_follows')})")
         moved = [f for f in loss if "path control moved" in f["what"]]
         check("fault_port_drop" in first.get("what", "") and moved and "-tx" in moved[0]["where"],
               f"tita-doctor: first loss {first.get('where')}: {first.get('what')}; path control seen: "
               f"{moved[0]['where'] + ': ' + moved[0]['what'] if moved else 'no'}")
     if not a.spray:
-        check(cl.get("timeouts", 0) == 0, f"no retransmission timeout (timeouts {cl.get('timeouts')})")
+        check(cl.get("timeouts", 0) == 0, f"no retransmission timeout (timeouts {cl.get('timeouts')}; {starved(cl)})")
     summary = {"messages": c.get("messages"), "gbps": c.get("gbps"), "check": c.get("check"),
                "client": cl, "server": sv, "faulted_port": used, "s1_port_drops": port_drops,
                "other_port_tx": other_tx, "before": r["before"]}
