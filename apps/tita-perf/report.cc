@@ -2,36 +2,31 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
+#include <string_view>
 
 #include "perf.h"
 
 namespace tita::perf {
 
 json Perf::qp_stats() {
-  uint64_t retx = 0, cnps_rx = 0, cnps_tx = 0, timeouts = 0, tx_packets = 0, rx_packets = 0, naks = 0, rtt = 0;
-  uint64_t rnr = 0, int_records = 0, ecn_ce = 0, path_changes = 0, path_follows = 0;
-  uint64_t by_timeout = 0, by_stall = 0, by_loss = 0, by_throughput = 0, by_manual = 0, spurious_stalls = 0;
+  // Every QP value the hosts report (engine::for_each_qp_value, as telemetry
+  // and tita-sim do), summed over the connections; last_rtt_ns the largest.
+  // Every name present from the start, so a misspelt one below throws.
+  std::map<std::string, uint64_t, std::less<>> q;
+  engine::for_each_qp_value(engine::QpInfo{}, engine::QpCounters{}, [&](const char* k, uint64_t) { q[k] = 0; });
+  uint64_t spurious_stalls = 0;
   for (const Conn& c : conns_) {
-    const engine::QpCounters& q = *lanes_[c.lane].engine().qp_counters(c.qpn);
-    retx += q.retransmitted_packets;
-    cnps_rx += q.cnps_received;
-    cnps_tx += q.cnps_sent;
-    timeouts += q.timeouts;
-    tx_packets += q.tx_data_packets;
-    rx_packets += q.rx_packets;
-    naks += q.nak_seq_received + q.nak_seq_sent;
-    rnr += q.rnr_nak_received + q.rnr_nak_sent;
-    int_records += q.int_records_received;
-    ecn_ce += q.ecn_ce_received;
-    rtt = std::max(rtt, q.last_rtt_ns);
-    path_changes += q.path_changes;
-    path_follows += q.path_follows;
-    by_timeout += q.path_changes_timeout;
-    by_stall += q.path_changes_stall;
-    by_loss += q.path_changes_loss;
-    by_throughput += q.path_changes_throughput;
-    by_manual += q.path_changes_manual;
-    spurious_stalls += q.spurious_stalls;
+    engine::Engine& e = lanes_[c.lane].engine();
+    engine::QpInfo info;
+    if (e.qp_info(c.qpn, &info) != 0) continue;
+    const engine::QpCounters& n = *e.qp_counters(c.qpn);
+    engine::for_each_qp_value(info, n, [&](const char* k, uint64_t v) {
+      uint64_t& sum = q[k];
+      sum = std::string_view(k) == "last_rtt_ns" ? std::max(sum, v) : sum + v;
+    });
+    spurious_stalls += n.spurious_stalls;
   }
   // Engine and host counters, summed over the port's engines.
   uint64_t rx_dropped = 0, tx_no_mbuf = 0, tx_oversize = 0, zero_copy = 0, handed_off = 0, flow_rules = 0;
@@ -60,15 +55,19 @@ json Perf::qp_stats() {
                        {"lost", p.lost}, {"ce", p.ce}, {"srtt_ns", p.srtt_ns}});
     }
   }
-  return {{"spray_paths", spray}, {"spray_retired", retired}, {"spray_dsacks", dsacks}, {"spray_tail_probes", probes}, {"retransmitted_packets", retx}, {"cnps_received", cnps_rx}, {"cnps_sent", cnps_tx},
-          {"timeouts", timeouts},          {"data_packets", tx_packets}, {"rx_packets", rx_packets},
-          {"seq_naks", naks},              {"rnr_naks", rnr},  {"rx_dropped", rx_dropped},
-          {"int_records", int_records},    {"ecn_ce_received", ecn_ce}, {"last_rtt_ns", rtt},
-          {"tx_no_mbuf", tx_no_mbuf}, {"tx_oversize", tx_oversize}, {"zero_copy_frames", zero_copy},
-          {"engines", lanes_.size()}, {"rx_handed_off", handed_off}, {"flow_rules", flow_rules},
-          {"path_changes", path_changes}, {"path_follows", path_follows},
-          {"path_changes_by", {{"timeout", by_timeout}, {"stall", by_stall}, {"loss", by_loss},
-                               {"throughput", by_throughput}, {"manual", by_manual}}},
+  return {{"spray_paths", spray}, {"spray_retired", retired}, {"spray_dsacks", dsacks},
+          {"spray_tail_probes", probes}, {"retransmitted_packets", q.at("retransmitted_packets")},
+          {"cnps_received", q.at("cnps_received")}, {"cnps_sent", q.at("cnps_sent")}, {"timeouts", q.at("timeouts")},
+          {"data_packets", q.at("tx_data_packets")}, {"rx_packets", q.at("rx_packets")},
+          {"seq_naks", q.at("nak_seq_sent") + q.at("nak_seq_received")},
+          {"rnr_naks", q.at("rnr_nak_sent") + q.at("rnr_nak_received")}, {"rx_dropped", rx_dropped},
+          {"int_records", q.at("int_records_received")}, {"ecn_ce_received", q.at("ecn_ce_received")},
+          {"last_rtt_ns", q.at("last_rtt_ns")}, {"tx_no_mbuf", tx_no_mbuf}, {"tx_oversize", tx_oversize},
+          {"zero_copy_frames", zero_copy}, {"engines", lanes_.size()}, {"rx_handed_off", handed_off},
+          {"flow_rules", flow_rules}, {"path_changes", q.at("path_changes")}, {"path_follows", q.at("path_follows")},
+          {"path_changes_by", {{"timeout", q.at("path_changes_timeout")}, {"stall", q.at("path_changes_stall")},
+                               {"loss", q.at("path_changes_loss")}, {"throughput", q.at("path_changes_throughput")},
+                               {"manual", q.at("path_changes_manual")}}},
           {"spurious_stalls", spurious_stalls}, {"late_polls", late_polls}, {"late_ms", late_ns / 1e6}};
 }
 

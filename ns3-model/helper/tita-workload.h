@@ -157,14 +157,15 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     uint32_t GetRanks() const { return static_cast<uint32_t>(m_ranks.size()); }
     const std::vector<Step>& GetSteps() const { return m_steps; }
     /// The completion time of the collective on a non-blocking network with
-    /// nothing else running, as TitaFlowManager::IdealFctNs counts a flow's:
-    /// ring AllReduce, the longest chain of its 2(N-1) steps as RingTry orders
-    /// them (a rank sends step t once its step t-1 is acknowledged, the
-    /// flow manager's IdealMessageNs, and step t-1 from its left neighbour has
-    /// arrived, that time less the ACK's way back), so rings whose pairs differ in path
-    /// length are not charged the slowest pair at every step; All-to-All (either kind), the busiest rank's bytes with
-    /// per-packet overheads at its NIC's rate plus the network's largest base
-    /// RTT (ranks of one server are counted at their NIC's rate too).
+    /// nothing else running, as TitaFlowManager::IdealFctNs counts a flow's.
+    /// Ring AllReduce: the longest chain of its 2(N-1) steps as RingTry orders
+    /// them (a rank sends step t once its step t-1 is acknowledged, after
+    /// TitaFlowManager::IdealMessageNs, and step t-1 from its left neighbour
+    /// has arrived, that time less the ACK's way back), so a ring whose pairs
+    /// differ in path length is not charged its slowest pair at every step.
+    /// All-to-All (either kind): the busiest rank's bytes with per-packet
+    /// overheads at its NIC's rate plus the network's largest base RTT (ranks
+    /// of one server are counted at their NIC's rate too).
     uint64_t IdealNs() const;
     /// Runs when the collective completes.
     void SetDoneCallback(std::function<void(const TitaCollective&)> cb) { m_onDone = std::move(cb); }

@@ -169,9 +169,12 @@ struct SprayState {
   std::vector<uint64_t> psn_sent_ns;  // by PSN mod sr_window
   // A resent PSN's earlier sending (its path, that path's generation, when):
   // a D-SACK for it says that one arrived after all, late, not lost.
-  std::vector<uint8_t> psn_prev_path;
-  std::vector<uint8_t> psn_prev_generation;
-  std::vector<uint64_t> psn_prev_sent_ns;
+  struct Sending {
+    uint64_t sent_ns;
+    uint8_t path;
+    uint8_t generation;
+  };
+  std::vector<Sending> psn_prev;  // by PSN mod sr_window
   uint64_t rack_sent_ns = 0;      // send time of the latest-sent packet known delivered
   uint64_t rack_rtt_ns = 0;       // and how long it took to be acknowledged
   uint64_t rack_deadline_ns = kNever;
@@ -180,7 +183,6 @@ struct SprayState {
   // after 16 round trips without one.
   uint32_t reo_mult = 1;
   uint64_t dsack_ns = 0;       // when reo_mult last grew
-  uint64_t last_dsack_ns = 0;  // when a D-SACK last came
   uint64_t probed_rack_sent_ns = UINT64_MAX;  // rack_sent_ns when the tail was last probed
   uint32_t probes_unanswered = 0;  // probes sent since rack_sent_ns last moved
   uint64_t retired = 0;

@@ -45,17 +45,26 @@ bool in_use(const SprayState& s, uint16_t value) {
   return std::any_of(s.paths.begin(), s.paths.end(), [&](const SprayPath& p) { return p.value == value; });
 }
 
-// A value no path holds and none retired, searching on from the last one
-// handed out; once every free value has been retired, they are tried again.
-uint16_t unused_value(SprayState& s) {
+// The first value from `from` on (modulo the values the mask has) that no
+// path holds, is not retired and `fits`; -1 if there is none.
+template <class Fits>
+int32_t free_value(const SprayState& s, uint32_t from, Fits fits) {
   const uint32_t n = wire::dodge_values(s.mask);
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto v = static_cast<uint16_t>((from + i) % n);
+    if (fits(v) && !in_use(s, v) && !s.retired_values[v]) return v;
+  }
+  return -1;
+}
+
+// A free value, searching on from the last one handed out; once every free
+// value has been retired, they are tried again.
+uint16_t unused_value(SprayState& s) {
   for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t i = 0; i < n; ++i) {
-      const auto v = static_cast<uint16_t>((s.fresh + i) % n);
-      if (!in_use(s, v) && !s.retired_values[v]) {
-        s.fresh = v + 1;
-        return v;
-      }
+    const int32_t v = free_value(s, s.fresh, [](uint16_t) { return true; });
+    if (v >= 0) {
+      s.fresh = static_cast<uint32_t>(v) + 1;
+      return static_cast<uint16_t>(v);
     }
     std::fill(s.retired_values.begin(), s.retired_values.end(), 0);
   }
@@ -66,28 +75,19 @@ uint16_t unused_value(SprayState& s) {
 // hash-offset ECMP turns into the same next hop wherever a tier has K or a
 // divisor of K choices), searching on from v; or v itself if there is none.
 uint16_t same_class_value(const SprayState& s, uint16_t v) {
-  const uint32_t n = wire::dodge_values(s.mask);
   const auto k = static_cast<uint32_t>(s.paths.size());
-  for (uint32_t i = 1; i < n; ++i) {
-    const auto c = static_cast<uint16_t>((v + i) % n);
-    if (c % k == v % k && !in_use(s, c) && !s.retired_values[c]) return c;
-  }
-  return v;
+  const int32_t c = free_value(s, v + 1u, [&](uint16_t x) { return x % k == v % k; });
+  return c >= 0 ? static_cast<uint16_t>(c) : v;
 }
 
 // Offset policy, a class that failed: a free value of another class than
 // v's, searching on from the last handed out; any free value if none.
 uint16_t other_class_value(SprayState& s, uint16_t v) {
-  const uint32_t n = wire::dodge_values(s.mask);
   const auto k = static_cast<uint32_t>(s.paths.size());
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto c = static_cast<uint16_t>((s.fresh + i) % n);
-    if (c % k != v % k && !in_use(s, c) && !s.retired_values[c]) {
-      s.fresh = c + 1;
-      return c;
-    }
-  }
-  return unused_value(s);
+  const int32_t c = free_value(s, s.fresh, [&](uint16_t x) { return x % k != v % k; });
+  if (c < 0) return unused_value(s);
+  s.fresh = static_cast<uint32_t>(c) + 1;
+  return static_cast<uint16_t>(c);
 }
 
 // `failed`: the value lost its packets (not just congested): not to be tried
@@ -217,11 +217,7 @@ uint16_t Engine::Impl::spray_pick(Qp& qp, const SendWqe& w, uint32_t psn, bool r
   }
   // A resend remembers the sending before it, which a D-SACK may vindicate.
   const uint8_t earlier = retransmission ? s.psn_path[slot] : kUnsprayed;
-  s.psn_prev_path[slot] = earlier;
-  if (earlier != kUnsprayed) {
-    s.psn_prev_generation[slot] = s.psn_generation[slot];
-    s.psn_prev_sent_ns[slot] = s.psn_sent_ns[slot];
-  }
+  s.psn_prev[slot] = {s.psn_sent_ns[slot], earlier, s.psn_generation[slot]};
   s.psn_path[slot] = static_cast<uint8_t>(i);
   s.psn_generation[slot] = s.paths[i].generation;
   s.psn_sent_ns[slot] = now_ns;
@@ -361,18 +357,18 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
 void Engine::Impl::spray_on_dsack(Qp& qp, uint32_t psn) {
   SprayState& s = *qp.cold.spray;
   ++s.dsacks;
-  s.last_dsack_ns = now_ns;
   // The packet's first sending arrived after all: its value is late, not
   // broken - it delivered (a black-holed value's packets never come twice).
   if (psn_distance(qp.req.snd_max, psn) <= cfg.sr_window) {  // its slot is still its own
     const uint32_t slot = psn & (cfg.sr_window - 1);
-    const uint8_t i = s.psn_prev_path[slot];
-    s.psn_prev_path[slot] = kUnsprayed;
-    if (i != kUnsprayed && s.psn_prev_generation[slot] == s.paths[i].generation) {
+    const SprayState::Sending prev = s.psn_prev[slot];
+    s.psn_prev[slot].path = kUnsprayed;
+    const uint8_t i = prev.path;
+    if (i != kUnsprayed && prev.generation == s.paths[i].generation) {
       SprayPath& path = s.paths[i];
       path.lost_in_row = 0;
       path.delivered_ns = now_ns;
-      path.delivered_sent_ns = std::max(path.delivered_sent_ns, s.psn_prev_sent_ns[slot]);
+      path.delivered_sent_ns = std::max(path.delivered_sent_ns, prev.sent_ns);
     }
   }
   // Once per round trip: the D-SACKs of one batch of spurious resends are one
@@ -455,9 +451,7 @@ void Engine::Impl::spray_init(Qp& qp, const SprayConfig& sc) {
   s->psn_path.assign(cfg.sr_window, kUnsprayed);
   s->psn_generation.assign(cfg.sr_window, 0);
   s->psn_sent_ns.assign(cfg.sr_window, 0);
-  s->psn_prev_path.assign(cfg.sr_window, kUnsprayed);
-  s->psn_prev_generation.assign(cfg.sr_window, 0);
-  s->psn_prev_sent_ns.assign(cfg.sr_window, 0);
+  s->psn_prev.assign(cfg.sr_window, SprayState::Sending{0, kUnsprayed, 0});
   qp.cold.spray = std::move(s);
   set_ack_every(qp);
 }
