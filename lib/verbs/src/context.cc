@@ -101,21 +101,18 @@ TITA_EXPORT void ibv_free_device_list(ibv_device** list) {
 
 TITA_EXPORT const char* ibv_get_device_name(ibv_device* device) {
   if (Device::ours(device)) return device->name;
-  auto f = REAL(ibv_get_device_name, "IBVERBS_1.1");
-  return f ? f(device) : nullptr;
+  return forward(REAL(ibv_get_device_name, "IBVERBS_1.1"), nullptr, device);
 }
 
 TITA_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
   std::string err;
   if (Device::ours(device)) return htobe64(Device::get(&err)->node_guid());
-  auto f = REAL(ibv_get_device_guid, "IBVERBS_1.1");
-  return f ? f(device) : 0;
+  return forward(REAL(ibv_get_device_guid, "IBVERBS_1.1"), 0, device);
 }
 
 TITA_EXPORT int ibv_get_device_index(ibv_device* device) {
   if (Device::ours(device)) return -1;  // no kernel device index
-  auto f = REAL(ibv_get_device_index, "IBVERBS_1.9");
-  return f ? f(device) : -1;
+  return forward(REAL(ibv_get_device_index, "IBVERBS_1.9"), -1, device);
 }
 
 TITA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
@@ -144,10 +141,7 @@ TITA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
 }
 
 TITA_EXPORT int ibv_close_device(ibv_context* ctx) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_close_device, "IBVERBS_1.1");
-    return f ? f(ctx) : EINVAL;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_close_device, "IBVERBS_1.1"), EINVAL, ctx);
   Context* c = context_of(ctx);
   Device* d = c->dev;
   // What the application left behind goes with its context.
@@ -173,10 +167,7 @@ TITA_EXPORT int ibv_close_device(ibv_context* ctx) {
 }
 
 TITA_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_get_async_event, "IBVERBS_1.1");
-    return f ? f(ctx, event) : -1;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_get_async_event, "IBVERBS_1.1"), -1, ctx, event);
   Context* c = context_of(ctx);
   for (;;) {
     char one;

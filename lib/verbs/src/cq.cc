@@ -138,10 +138,7 @@ using namespace tita::verbs;
 // ---------------------------------------------------------------- completion queues and channels
 
 TITA_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_create_comp_channel, "IBVERBS_1.0");
-    return f ? f(ctx) : nullptr;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_create_comp_channel, "IBVERBS_1.0"), nullptr, ctx);
   auto* ch = new (std::nothrow) Channel();
   if (ch == nullptr) {
     errno = ENOMEM;
@@ -163,10 +160,7 @@ TITA_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
 }
 
 TITA_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
-  if (!Device::ours(channel->context)) {
-    auto f = REAL(ibv_destroy_comp_channel, "IBVERBS_1.0");
-    return f ? f(channel) : EINVAL;
-  }
+  if (!Device::ours(channel->context)) return forward(REAL(ibv_destroy_comp_channel, "IBVERBS_1.0"), EINVAL, channel);
   pthread_mutex_lock(&channel->context->mutex);
   const bool busy = channel->refcnt != 0;
   pthread_mutex_unlock(&channel->context->mutex);
@@ -186,8 +180,7 @@ TITA_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 TITA_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
                                   int comp_vector) {
   if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_create_cq, "IBVERBS_1.1");
-    return f ? f(ctx, cqe, cq_context, channel, comp_vector) : nullptr;
+    return forward(REAL(ibv_create_cq, "IBVERBS_1.1"), nullptr, ctx, cqe, cq_context, channel, comp_vector);
   }
   Device* d = dev_of(ctx);
   if (cqe < 1 || cqe > kMaxCqe || comp_vector != 0 || (channel != nullptr && channel->context != ctx)) {
@@ -241,10 +234,7 @@ TITA_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, i
 }
 
 TITA_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
-  if (!Device::ours(cq->context)) {
-    auto f = REAL(ibv_resize_cq, "IBVERBS_1.1");
-    return f ? f(cq, cqe) : EINVAL;
-  }
+  if (!Device::ours(cq->context)) return forward(REAL(ibv_resize_cq, "IBVERBS_1.1"), EINVAL, cq, cqe);
   if (cqe < 1 || cqe > kMaxCqe) return EINVAL;
   Device* d = dev_of(cq->context);
   const uint32_t id = cq_of(cq)->id;
@@ -257,17 +247,13 @@ TITA_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
 }
 
 TITA_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
-  if (!Device::ours(cq->context)) {
-    auto f = REAL(ibv_destroy_cq, "IBVERBS_1.1");
-    return f ? f(cq) : EINVAL;
-  }
+  if (!Device::ours(cq->context)) return forward(REAL(ibv_destroy_cq, "IBVERBS_1.1"), EINVAL, cq);
   return destroy_cq(cq_of(cq), true);
 }
 
 TITA_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   if (!Device::ours(channel->context)) {
-    auto f = REAL(ibv_get_cq_event, "IBVERBS_1.1");
-    return f ? f(channel, cq, cq_context) : -1;
+    return forward(REAL(ibv_get_cq_event, "IBVERBS_1.1"), -1, channel, cq, cq_context);
   }
   auto* ch = reinterpret_cast<Channel*>(channel);
   dev_of(channel->context)->app_blocks();  // the device thread takes over the work now

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include "device.h"
 
@@ -59,6 +60,14 @@ F real(const char* name, const char* version) {
   return reinterpret_cast<F>(p);
 }
 #define REAL(fn, ver) (real<decltype(&fn)>(#fn, ver))
+
+// What an entry point does with an object that is not ours: the real
+// libibverbs' function `f` with the same arguments, or `absent` where
+// libibverbs lacks it.
+template <typename R, typename... P, typename... A>
+R forward(R (*f)(P...), std::type_identity_t<R> absent, A... args) {
+  return f != nullptr ? f(args...) : absent;
+}
 
 // ---------------------------------------------------------------- helpers
 

@@ -112,10 +112,7 @@ using namespace tita::verbs;
 // ---------------------------------------------------------------- protection domains and regions
 
 TITA_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_alloc_pd, "IBVERBS_1.1");
-    return f ? f(ctx) : nullptr;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_alloc_pd, "IBVERBS_1.1"), nullptr, ctx);
   Device* d = dev_of(ctx);
   auto* pd = new (std::nothrow) Pd();
   if (pd == nullptr) {
@@ -136,41 +133,30 @@ TITA_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
 }
 
 TITA_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
-  if (!Device::ours(pd->context)) {
-    auto f = REAL(ibv_dealloc_pd, "IBVERBS_1.1");
-    return f ? f(pd) : EINVAL;
-  }
+  if (!Device::ours(pd->context)) return forward(REAL(ibv_dealloc_pd, "IBVERBS_1.1"), EINVAL, pd);
   return dealloc_pd(pd_of(pd));
 }
 
 TITA_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-  if (!Device::ours(pd->context)) {
-    auto f = REAL(ibv_reg_mr, "IBVERBS_1.1");
-    return f ? f(pd, addr, length, access) : nullptr;
-  }
+  if (!Device::ours(pd->context)) return forward(REAL(ibv_reg_mr, "IBVERBS_1.1"), nullptr, pd, addr, length, access);
   return reg_mr(pd, addr, length, reinterpret_cast<uint64_t>(addr), static_cast<unsigned>(access));
 }
 
 TITA_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
   if (!Device::ours(pd->context)) {
-    auto f = REAL(ibv_reg_mr_iova, "IBVERBS_1.7");
-    return f ? f(pd, addr, length, iova, access) : nullptr;
+    return forward(REAL(ibv_reg_mr_iova, "IBVERBS_1.7"), nullptr, pd, addr, length, iova, access);
   }
   return reg_mr(pd, addr, length, iova, static_cast<unsigned>(access));
 }
 
 TITA_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
   if (!Device::ours(pd->context)) {
-    auto f = REAL(ibv_reg_mr_iova2, "IBVERBS_1.8");
-    return f ? f(pd, addr, length, iova, access) : nullptr;
+    return forward(REAL(ibv_reg_mr_iova2, "IBVERBS_1.8"), nullptr, pd, addr, length, iova, access);
   }
   return reg_mr(pd, addr, length, iova, access);
 }
 
 TITA_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
-  if (!Device::ours(mr->context)) {
-    auto f = REAL(ibv_dereg_mr, "IBVERBS_1.1");
-    return f ? f(mr) : EINVAL;
-  }
+  if (!Device::ours(mr->context)) return forward(REAL(ibv_dereg_mr, "IBVERBS_1.1"), EINVAL, mr);
   return dereg_mr(reinterpret_cast<Mr*>(mr));
 }

@@ -224,18 +224,12 @@ using namespace tita::verbs;
 // ---------------------------------------------------------------- queue pairs
 
 TITA_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (!Device::ours(pd->context)) {
-    auto f = REAL(ibv_create_qp, "IBVERBS_1.1");
-    return f ? f(pd, attr) : nullptr;
-  }
+  if (!Device::ours(pd->context)) return forward(REAL(ibv_create_qp, "IBVERBS_1.1"), nullptr, pd, attr);
   return create_qp(pd, attr);
 }
 
 TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
-  if (!Device::ours(ibqp->context)) {
-    auto f = REAL(ibv_modify_qp, "IBVERBS_1.1");
-    return f ? f(ibqp, attr, attr_mask) : EINVAL;
-  }
+  if (!Device::ours(ibqp->context)) return forward(REAL(ibv_modify_qp, "IBVERBS_1.1"), EINVAL, ibqp, attr, attr_mask);
   Qp* qp = qp_of(ibqp);
   Device* d = dev_of(ibqp->context);
   const auto mask = static_cast<uint32_t>(attr_mask);
@@ -313,8 +307,7 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
 
 TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
   if (!Device::ours(ibqp->context)) {
-    auto f = REAL(ibv_query_qp, "IBVERBS_1.1");
-    return f ? f(ibqp, attr, attr_mask, init_attr) : EINVAL;
+    return forward(REAL(ibv_query_qp, "IBVERBS_1.1"), EINVAL, ibqp, attr, attr_mask, init_attr);
   }
   Qp* qp = qp_of(ibqp);
   Device* d = dev_of(ibqp->context);
@@ -363,18 +356,12 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
 }
 
 TITA_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
-  if (!Device::ours(qp->context)) {
-    auto f = REAL(ibv_destroy_qp, "IBVERBS_1.1");
-    return f ? f(qp) : EINVAL;
-  }
+  if (!Device::ours(qp->context)) return forward(REAL(ibv_destroy_qp, "IBVERBS_1.1"), EINVAL, qp);
   return destroy_qp(qp_of(qp), true);
 }
 
 TITA_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) {
-  if (!Device::ours(qp->context)) {
-    auto f = REAL(ibv_query_qp_data_in_order, "IBVERBS_1.14");
-    return f ? f(qp, op, flags) : 0;
-  }
+  if (!Device::ours(qp->context)) return forward(REAL(ibv_query_qp_data_in_order, "IBVERBS_1.14"), 0, qp, op, flags);
   // Payload is placed in PSN order (selective repeat places kept packets in order too).
   return 1;
 }

@@ -129,19 +129,13 @@ using namespace tita::verbs;
 // ---------------------------------------------------------------- queries
 
 TITA_EXPORT int ibv_query_device(ibv_context* ctx, ibv_device_attr* attr) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_query_device, "IBVERBS_1.1");
-    return f ? f(ctx, attr) : EINVAL;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_query_device, "IBVERBS_1.1"), EINVAL, ctx, attr);
   fill_device_attr(dev_of(ctx), attr);
   return 0;
 }
 
 TITA_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr* attr) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_query_port, "IBVERBS_1.1");
-    return f ? f(ctx, port, attr) : EINVAL;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_query_port, "IBVERBS_1.1"), EINVAL, ctx, port, attr);
   // The old, shorter struct: without the fields added since (port_cap_flags2).
   ibv_port_attr a;
   if (int rc = fill_port_attr(dev_of(ctx), port, &a); rc != 0) return rc;
@@ -150,10 +144,7 @@ TITA_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_
 }
 
 TITA_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_query_gid, "IBVERBS_1.1");
-    return f ? f(ctx, port, index, gid) : -1;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_query_gid, "IBVERBS_1.1"), -1, ctx, port, index, gid);
   if (port != 1 || index != 0) {
     errno = EINVAL;
     return -1;
@@ -167,7 +158,7 @@ enum TitaGidTypeSysfs { kGidTypeSysfsRoceV1 = 0, kGidTypeSysfsRoceV2 = 1 };
 TITA_EXPORT int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int index, int* type) {
   if (!Device::ours(ctx)) {
     auto f = real<int (*)(ibv_context*, uint8_t, unsigned int, int*)>("ibv_query_gid_type", "IBVERBS_PRIVATE_34");
-    return f ? f(ctx, port, index, type) : EINVAL;
+    return forward(f, EINVAL, ctx, port, index, type);
   }
   if (port != 1 || index != 0) return EINVAL;
   *type = kGidTypeSysfsRoceV2;
@@ -177,8 +168,7 @@ TITA_EXPORT int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int 
 TITA_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t index, ibv_gid_entry* entry,
                                   uint32_t flags, size_t entry_size) {
   if (!Device::ours(ctx)) {
-    auto f = REAL(_ibv_query_gid_ex, "IBVERBS_1.11");
-    return f ? f(ctx, port, index, entry, flags, entry_size) : EINVAL;
+    return forward(REAL(_ibv_query_gid_ex, "IBVERBS_1.11"), EINVAL, ctx, port, index, entry, flags, entry_size);
   }
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
   if (port != 1) return EINVAL;
@@ -195,8 +185,7 @@ TITA_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t inde
 TITA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries, size_t max_entries,
                                          uint32_t flags, size_t entry_size) {
   if (!Device::ours(ctx)) {
-    auto f = REAL(_ibv_query_gid_table, "IBVERBS_1.11");
-    return f ? f(ctx, entries, max_entries, flags, entry_size) : -EINVAL;
+    return forward(REAL(_ibv_query_gid_table, "IBVERBS_1.11"), -EINVAL, ctx, entries, max_entries, flags, entry_size);
   }
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
   if (max_entries < 1) return -EINVAL;
@@ -205,10 +194,7 @@ TITA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entrie
 }
 
 TITA_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_query_pkey, "IBVERBS_1.1");
-    return f ? f(ctx, port, index, pkey) : -1;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_query_pkey, "IBVERBS_1.1"), -1, ctx, port, index, pkey);
   if (port != 1 || index != 0) {
     errno = EINVAL;
     return -1;
@@ -218,10 +204,7 @@ TITA_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16
 }
 
 TITA_EXPORT int ibv_get_pkey_index(ibv_context* ctx, uint8_t port, __be16 pkey) {
-  if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_get_pkey_index, "IBVERBS_1.5");
-    return f ? f(ctx, port, pkey) : -1;
-  }
+  if (!Device::ours(ctx)) return forward(REAL(ibv_get_pkey_index, "IBVERBS_1.5"), -1, ctx, port, pkey);
   if (port == 1 && ntohs(pkey) == 0xffff) return 0;
   errno = ENOENT;
   return -1;
@@ -239,8 +222,7 @@ TITA_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf
     errno = ENOENT;
     return -1;
   }
-  auto f = REAL(ibv_read_sysfs_file, "IBVERBS_1.0");
-  return f ? f(dir, file, buf, size) : -1;
+  return forward(REAL(ibv_read_sysfs_file, "IBVERBS_1.0"), -1, dir, file, buf, size);
 }
 
 // ---------------------------------------------------------------- address resolution
@@ -248,8 +230,7 @@ TITA_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf
 TITA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* ctx, ibv_ah_attr* attr, uint8_t eth_mac[6],
                                             uint16_t* vid) {
   if (!Device::ours(ctx)) {
-    auto f = REAL(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1");
-    return f ? f(ctx, attr, eth_mac, vid) : EOPNOTSUPP;
+    return forward(REAL(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1"), EOPNOTSUPP, ctx, attr, eth_mac, vid);
   }
   Device* d = dev_of(ctx);
   const tita::wire::Gid g = [&] {
