@@ -26,6 +26,22 @@ uint16_t udp_sport_of_flow_label(uint32_t fl) {
   return static_cast<uint16_t>((low ^ high) | 0xc000);
 }
 
+// The attributes libibverbs and the engine name and encode alike, copied as
+// they are: into the engine (ibv_modify_qp) and back (ibv_query_qp).
+template <typename From, typename To>
+void copy_same_attrs(const From& from, To* to) {
+  to->pkey_index = from.pkey_index;
+  to->rq_psn = from.rq_psn;
+  to->sq_psn = from.sq_psn;
+  to->dest_qp_num = from.dest_qp_num;
+  to->timeout = from.timeout;
+  to->retry_cnt = from.retry_cnt;
+  to->rnr_retry = from.rnr_retry;
+  to->min_rnr_timer = from.min_rnr_timer;
+  to->max_rd_atomic = from.max_rd_atomic;
+  to->max_dest_rd_atomic = from.max_dest_rd_atomic;
+}
+
 ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   Device* d = dev_of(ibpd->context);
   Context* c = context_of(ibpd->context);
@@ -175,14 +191,8 @@ ibv_qp* op_create_qp_ex(ibv_context*, ibv_qp_init_attr_ex* attr) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  ibv_qp_init_attr a{};
-  a.qp_context = attr->qp_context;
-  a.send_cq = attr->send_cq;
-  a.recv_cq = attr->recv_cq;
-  a.srq = attr->srq;
-  a.cap = attr->cap;
-  a.qp_type = attr->qp_type;
-  a.sq_sig_all = attr->sq_sig_all;
+  ibv_qp_init_attr a{.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
+                     .srq = attr->srq, .cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all};
   ibv_qp* qp = create_qp(attr->pd, &a);
   if (qp != nullptr) attr->cap = a.cap;
   return qp;
@@ -241,17 +251,8 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   a.qp_state = static_cast<eng::QpState>(attr->qp_state);
   a.cur_qp_state = static_cast<eng::QpState>(attr->cur_qp_state);
   a.qp_access_flags = static_cast<uint32_t>(attr->qp_access_flags) & ~static_cast<uint32_t>(IBV_ACCESS_MW_BIND);
-  a.pkey_index = attr->pkey_index;
   a.port_num = attr->port_num;
-  a.rq_psn = attr->rq_psn;
-  a.sq_psn = attr->sq_psn;
-  a.dest_qp_num = attr->dest_qp_num;
-  a.timeout = attr->timeout;
-  a.retry_cnt = attr->retry_cnt;
-  a.rnr_retry = attr->rnr_retry;
-  a.min_rnr_timer = attr->min_rnr_timer;
-  a.max_rd_atomic = attr->max_rd_atomic;
-  a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  copy_same_attrs(*attr, &a);
   if ((mask & IBV_QP_STATE) && attr->qp_state > IBV_QPS_ERR) return refuse("qp_state is not a QP state");
   if (mask & IBV_QP_PATH_MTU) {
     a.path_mtu = mtu_bytes(attr->path_mtu);
@@ -321,9 +322,7 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
   attr->cur_qp_state = attr->qp_state;
   attr->path_mtu = mtu_enum(a.path_mtu);
   attr->path_mig_state = IBV_MIG_MIGRATED;
-  attr->rq_psn = a.rq_psn;
-  attr->sq_psn = a.sq_psn;
-  attr->dest_qp_num = a.dest_qp_num;
+  copy_same_attrs(a, attr);
   attr->qp_access_flags = static_cast<int>(a.qp_access_flags);
   attr->cap = qp->cap;
   attr->ah_attr.is_global = 1;
@@ -334,14 +333,7 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
   attr->ah_attr.grh.flow_label = qp->flow_label;
   attr->ah_attr.sl = qp->sl;
   attr->ah_attr.port_num = 1;
-  attr->pkey_index = a.pkey_index;
-  attr->max_rd_atomic = a.max_rd_atomic;
-  attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
-  attr->min_rnr_timer = a.min_rnr_timer;
   attr->port_num = 1;
-  attr->timeout = a.timeout;
-  attr->retry_cnt = a.retry_cnt;
-  attr->rnr_retry = a.rnr_retry;
   if (init_attr != nullptr) {
     std::memset(init_attr, 0, sizeof *init_attr);
     init_attr->qp_context = ibqp->qp_context;
