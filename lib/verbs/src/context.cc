@@ -181,14 +181,10 @@ TITA_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
   // Counted once handed out: destroying the object waits for this one's ack.
   if (event->event_type == IBV_EVENT_CQ_ERR) {
     Cq* cq = cq_of(event->element.cq);
-    pthread_mutex_lock(&cq->cq.mutex);
-    ++cq->async_events_sent;
-    pthread_mutex_unlock(&cq->cq.mutex);
+    count_handed_out(cq->cq, &cq->async_events_sent);
   } else if (event->event_type != IBV_EVENT_PORT_ACTIVE && event->event_type != IBV_EVENT_PORT_ERR) {
     Qp* qp = qp_of(event->element.qp);
-    pthread_mutex_lock(&qp->qp.mutex);
-    ++qp->async_events_sent;
-    pthread_mutex_unlock(&qp->qp.mutex);
+    count_handed_out(qp->qp, &qp->async_events_sent);
   }
   return 0;
 }
@@ -197,11 +193,7 @@ TITA_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
   switch (event->event_type) {
     case IBV_EVENT_CQ_ERR:
       if (Device::ours(event->element.cq->context)) {
-        ibv_cq* cq = event->element.cq;
-        pthread_mutex_lock(&cq->mutex);
-        ++cq->async_events_completed;
-        pthread_cond_signal(&cq->cond);
-        pthread_mutex_unlock(&cq->mutex);
+        count_acked(*event->element.cq, &event->element.cq->async_events_completed, 1);
         return;
       }
       break;
@@ -214,11 +206,7 @@ TITA_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
     case IBV_EVENT_PATH_MIG_ERR:
     case IBV_EVENT_QP_LAST_WQE_REACHED:
       if (Device::ours(event->element.qp->context)) {
-        ibv_qp* qp = event->element.qp;
-        pthread_mutex_lock(&qp->mutex);
-        ++qp->events_completed;
-        pthread_cond_signal(&qp->cond);
-        pthread_mutex_unlock(&qp->mutex);
+        count_acked(*event->element.qp, &event->element.qp->events_completed, 1);
         return;
       }
       break;

@@ -108,12 +108,10 @@ int destroy_cq(Cq* cq, bool wait_events) {
     ch->events.erase(std::remove(ch->events.begin(), ch->events.end(), cq), ch->events.end());
   }
   if (wait_events) {
-    pthread_mutex_lock(&cq->cq.mutex);
-    while (cq->cq.comp_events_completed != cq->comp_events_sent ||
-           cq->cq.async_events_completed != cq->async_events_sent) {
-      pthread_cond_wait(&cq->cq.cond, &cq->cq.mutex);
-    }
-    pthread_mutex_unlock(&cq->cq.mutex);
+    wait_acked(cq->cq, [cq] {
+      return cq->cq.comp_events_completed == cq->comp_events_sent &&
+             cq->cq.async_events_completed == cq->async_events_sent;
+    });
   }
   if (cq->cq.channel != nullptr) {
     pthread_mutex_lock(&cq->cq.context->mutex);
@@ -121,12 +119,8 @@ int destroy_cq(Cq* cq, bool wait_events) {
     pthread_mutex_unlock(&cq->cq.context->mutex);
   }
   Context* c = context_of(cq->cq.context);
-  {
-    std::lock_guard lock(c->async_mu);
-    c->cqs.erase(cq);
-  }
-  pthread_cond_destroy(&cq->cq.cond);
-  pthread_mutex_destroy(&cq->cq.mutex);
+  untrack(c, c->cqs, cq);
+  destroy_event_sync(cq->cq);
   delete cq;
   return 0;
 }
@@ -154,8 +148,7 @@ TITA_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
   ch->ch.refcnt = 0;
   ch->write_fd = fds[1];
   Context* c = context_of(ctx);
-  std::lock_guard lock(c->async_mu);
-  c->channels.insert(ch);
+  track(c, c->channels, ch);
   return &ch->ch;
 }
 
@@ -167,10 +160,7 @@ TITA_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   if (busy) return EBUSY;
   auto* ch = reinterpret_cast<Channel*>(channel);
   Context* c = context_of(channel->context);
-  {
-    std::lock_guard lock(c->async_mu);
-    c->channels.erase(ch);
-  }
+  untrack(c, c->channels, ch);
   close(ch->ch.fd);
   close(ch->write_fd);
   delete ch;
@@ -217,8 +207,7 @@ TITA_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, i
   q.cq_context = cq_context;
   q.handle = cq->id;
   q.cqe = cqe;
-  pthread_mutex_init(&q.mutex, nullptr);
-  pthread_cond_init(&q.cond, nullptr);
+  init_event_sync(q);
   q.comp_events_completed = 0;
   q.async_events_completed = 0;
   if (channel != nullptr) {
@@ -228,8 +217,7 @@ TITA_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, i
   }
   d->bind_cq(cq->id, cq);
   Context* c = context_of(ctx);
-  std::lock_guard lock(c->async_mu);
-  c->cqs.insert(cq);
+  track(c, c->cqs, cq);
   return &q;
 }
 
@@ -267,9 +255,7 @@ TITA_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** 
     ch->events.pop_front();
   }
   // Counted once read, as the kernel counts them: ibv_destroy_cq waits for the acks.
-  pthread_mutex_lock(&c->cq.mutex);
-  ++c->comp_events_sent;
-  pthread_mutex_unlock(&c->cq.mutex);
+  count_handed_out(c->cq, &c->comp_events_sent);
   *cq = &c->cq;
   *cq_context = c->cq.cq_context;
   return 0;
@@ -280,8 +266,5 @@ TITA_EXPORT void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
     if (auto f = REAL(ibv_ack_cq_events, "IBVERBS_1.1")) f(cq, nevents);
     return;
   }
-  pthread_mutex_lock(&cq->mutex);
-  cq->comp_events_completed += nevents;
-  pthread_cond_signal(&cq->cond);
-  pthread_mutex_unlock(&cq->mutex);
+  count_acked(*cq, &cq->comp_events_completed, nevents);
 }

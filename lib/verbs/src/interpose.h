@@ -26,11 +26,13 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <infiniband/verbs.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <type_traits>
 
 #include "device.h"
@@ -93,6 +95,55 @@ template <typename Match>
 void forget_events(Context* c, Match match) {
   std::lock_guard lock(c->async_mu);
   c->async_events.erase(std::remove_if(c->async_events.begin(), c->async_events.end(), match), c->async_events.end());
+}
+
+// The context's record of the objects it made, which ibv_close_device
+// releases if the application does not; changed under the context's lock.
+template <typename T>
+void track(Context* c, std::set<T*>& made, T* obj) {
+  std::lock_guard lock(c->async_mu);
+  made.insert(obj);
+}
+template <typename T>
+void untrack(Context* c, std::set<T*>& made, T* obj) {
+  std::lock_guard lock(c->async_mu);
+  made.erase(obj);
+}
+
+// ---------------------------------------------------------------- libibverbs' event accounting
+
+// A CQ or QP (ibv_cq, ibv_qp) counts, under the mutex libibverbs gives it, the
+// events handed to the application and those the application acknowledged
+// (ibv_ack_cq_events, ibv_ack_async_event); destroying it waits, on its cond,
+// until the two meet.
+template <typename Obj>
+void init_event_sync(Obj& o) {
+  pthread_mutex_init(&o.mutex, nullptr);
+  pthread_cond_init(&o.cond, nullptr);
+}
+template <typename Obj>
+void destroy_event_sync(Obj& o) {
+  pthread_cond_destroy(&o.cond);
+  pthread_mutex_destroy(&o.mutex);
+}
+template <typename Obj>
+void count_handed_out(Obj& o, uint32_t* handed_out) {
+  pthread_mutex_lock(&o.mutex);
+  ++*handed_out;
+  pthread_mutex_unlock(&o.mutex);
+}
+template <typename Obj>
+void count_acked(Obj& o, uint32_t* acked, uint32_t n) {
+  pthread_mutex_lock(&o.mutex);
+  *acked += n;
+  pthread_cond_signal(&o.cond);
+  pthread_mutex_unlock(&o.mutex);
+}
+template <typename Obj, typename AllAcked>
+void wait_acked(Obj& o, AllAcked all_acked) {
+  pthread_mutex_lock(&o.mutex);
+  while (!all_acked()) pthread_cond_wait(&o.cond, &o.mutex);
+  pthread_mutex_unlock(&o.mutex);
 }
 
 // ---------------------------------------------------------------- across the families

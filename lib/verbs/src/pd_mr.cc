@@ -62,8 +62,7 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t iova, unsigned 
   mr->mr.lkey = info.lkey;
   mr->mr.rkey = info.rkey;
   Context* c = context_of(ibpd->context);
-  std::lock_guard lock(c->async_mu);
-  c->mrs.insert(mr);
+  track(c, c->mrs, mr);
   return &mr->mr;
 }
 
@@ -73,10 +72,7 @@ int dereg_mr(Mr* mr) {
   Device* d = dev_of(mr->mr.context);
   if (d->on_every_lane([mr](eng::Engine& e, uint32_t) { return e.dereg_mr(mr->mr.lkey); }) != 0) return EINVAL;
   Context* c = context_of(mr->mr.context);
-  {
-    std::lock_guard lock(c->async_mu);
-    c->mrs.erase(mr);
-  }
+  untrack(c, c->mrs, mr);
   delete mr;
   return 0;
 }
@@ -97,10 +93,7 @@ int dealloc_pd(Pd* pd) {
     return -rc;
   }
   Context* c = context_of(pd->pd.context);
-  {
-    std::lock_guard lock(c->async_mu);
-    c->pds.erase(pd);
-  }
+  untrack(c, c->pds, pd);
   delete pd;
   return 0;
 }
@@ -127,8 +120,7 @@ TITA_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   pd->pd.context = ctx;
   pd->pd.handle = pd->id;
   Context* c = context_of(ctx);
-  std::lock_guard lock(c->async_mu);
-  c->pds.insert(pd);
+  track(c, c->pds, pd);
   return &pd->pd;
 }
 

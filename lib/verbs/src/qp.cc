@@ -113,12 +113,10 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   q.qp_num = qp->qpn;
   q.state = IBV_QPS_RESET;
   q.qp_type = IBV_QPT_RC;
-  pthread_mutex_init(&q.mutex, nullptr);
-  pthread_cond_init(&q.cond, nullptr);
+  init_event_sync(q);
   q.events_completed = 0;
   d->bind_qp(qp->qpn, qp);
-  std::lock_guard lock(c->async_mu);
-  c->qps.insert(qp);
+  track(c, c->qps, qp);
   return &q;
 }
 
@@ -212,17 +210,11 @@ int destroy_qp(Qp* qp, bool wait_events) {
   });
   if (wait_events) {
     // As libibverbs does: every asynchronous event reported for it is acknowledged first.
-    pthread_mutex_lock(&qp->qp.mutex);
-    while (qp->qp.events_completed != qp->async_events_sent) pthread_cond_wait(&qp->qp.cond, &qp->qp.mutex);
-    pthread_mutex_unlock(&qp->qp.mutex);
+    wait_acked(qp->qp, [qp] { return qp->qp.events_completed == qp->async_events_sent; });
   }
   Context* c = context_of(qp->qp.context);
-  {
-    std::lock_guard lock(c->async_mu);
-    c->qps.erase(qp);
-  }
-  pthread_cond_destroy(&qp->qp.cond);
-  pthread_mutex_destroy(&qp->qp.mutex);
+  untrack(c, c->qps, qp);
+  destroy_event_sync(qp->qp);
   delete qp;
   return 0;
 }
