@@ -47,9 +47,6 @@ std::unordered_map<ibv_device**, ibv_device**> g_lists;
 std::once_flag g_error_once;
 
 }  // namespace
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
 
 // ---------------------------------------------------------------- devices
 
@@ -215,3 +212,5 @@ TITA_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
   }
   if (auto f = REAL(ibv_ack_async_event, "IBVERBS_1.1")) f(event);
 }
+
+}  // namespace tita::verbs

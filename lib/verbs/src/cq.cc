@@ -125,10 +125,6 @@ int destroy_cq(Cq* cq, bool wait_events) {
   return 0;
 }
 
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
-
 // ---------------------------------------------------------------- completion queues and channels
 
 TITA_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
@@ -268,3 +264,5 @@ TITA_EXPORT void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   }
   count_acked(*cq, &cq->comp_events_completed, nevents);
 }
+
+}  // namespace tita::verbs

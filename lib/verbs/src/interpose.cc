@@ -47,10 +47,9 @@ static_assert(sizeof(eng::Sge) == sizeof(ibv_sge) && offsetof(eng::Sge, addr) ==
               offsetof(eng::Sge, lkey) == offsetof(ibv_sge, lkey));
 
 }  // namespace
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
 
 // ---------------------------------------------------------------- unload
 
 __attribute__((destructor)) static void tita_verbs_unload() { Device::shutdown(); }
+
+}  // namespace tita::verbs

@@ -98,10 +98,6 @@ int dealloc_pd(Pd* pd) {
   return 0;
 }
 
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
-
 // ---------------------------------------------------------------- protection domains and regions
 
 TITA_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
@@ -152,3 +148,5 @@ TITA_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   if (!Device::ours(mr->context)) return forward(REAL(ibv_dereg_mr, "IBVERBS_1.1"), EINVAL, mr);
   return dereg_mr(reinterpret_cast<Mr*>(mr));
 }
+
+}  // namespace tita::verbs

@@ -219,10 +219,6 @@ int destroy_qp(Qp* qp, bool wait_events) {
   return 0;
 }
 
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
-
 // ---------------------------------------------------------------- queue pairs
 
 TITA_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
@@ -349,3 +345,5 @@ TITA_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_
   // Payload is placed in PSN order (selective repeat places kept packets in order too).
   return 1;
 }
+
+}  // namespace tita::verbs

@@ -122,10 +122,6 @@ int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   return 0;
 }
 
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
-
 // ---------------------------------------------------------------- queries
 
 TITA_EXPORT int ibv_query_device(ibv_context* ctx, ibv_device_attr* attr) {
@@ -255,3 +251,5 @@ TITA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* ctx, ibv_ah_attr* attr,
   }
   return ENOENT;  // not (yet) known: a QP with this GID resolves it by itself
 }
+
+}  // namespace tita::verbs

@@ -14,10 +14,6 @@ int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return EOPNOTSUPP;
 }
 
-}  // namespace tita::verbs
-
-using namespace tita::verbs;
-
 // ---------------------------------------------------------------- what RC QPs on tita do not have
 
 TITA_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
@@ -111,3 +107,5 @@ TITA_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
   if (!Device::ours(qp->context)) return forward(REAL(ibv_set_ece, "IBVERBS_1.10"), EOPNOTSUPP, qp, ece);
   return EOPNOTSUPP;
 }
+
+}  // namespace tita::verbs
