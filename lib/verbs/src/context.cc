@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -123,11 +122,8 @@ TITA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   }
   std::string err;
   Device* d = Device::get(&err);
-  auto* c = new (std::nothrow) Context();
-  if (c == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* c = make<Context>();
+  if (c == nullptr) return nullptr;
   if (pipe2(c->async_pipe, O_CLOEXEC) != 0) {
     delete c;
     return nullptr;

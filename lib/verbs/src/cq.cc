@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <new>
 
 #include "interpose.h"
 #include "tita/engine/verbs.h"
@@ -129,11 +128,8 @@ int destroy_cq(Cq* cq, bool wait_events) {
 
 TITA_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_create_comp_channel, "IBVERBS_1.0"), nullptr, ctx);
-  auto* ch = new (std::nothrow) Channel();
-  if (ch == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* ch = make<Channel>();
+  if (ch == nullptr) return nullptr;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     delete ch;
@@ -173,11 +169,8 @@ TITA_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, i
     errno = EINVAL;
     return nullptr;
   }
-  auto* cq = new (std::nothrow) Cq();
-  if (cq == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* cq = make<Cq>();
+  if (cq == nullptr) return nullptr;
   // The CQ's part on every lane, with one number.
   uint32_t failed = 0;
   const int rc = d->on_every_lane(

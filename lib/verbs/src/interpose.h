@@ -30,8 +30,10 @@
 #include <infiniband/verbs.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <set>
 #include <type_traits>
 
@@ -77,6 +79,14 @@ inline Device* dev_of(ibv_context* c) { return context_of(c)->dev; }
 inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 inline Pd* pd_of(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
+
+// A new object for the application, or nullptr with errno = ENOMEM.
+template <typename T>
+T* make() {
+  T* obj = new (std::nothrow) T();
+  if (obj == nullptr) errno = ENOMEM;
+  return obj;
+}
 
 inline uint32_t mtu_bytes(ibv_mtu m) { return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 0; }
 inline ibv_mtu mtu_enum(uint32_t bytes) {

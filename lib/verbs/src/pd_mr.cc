@@ -2,7 +2,6 @@
 // with the same number and key, so an MR is good on any QP; ibv_dealloc_pd
 // answers EBUSY from the context's own view before any lane is touched.
 #include <cerrno>
-#include <new>
 
 #include "interpose.h"
 #include "tita/engine/verbs.h"
@@ -28,11 +27,8 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t iova, unsigned 
     errno = EINVAL;
     return nullptr;
   }
-  auto* mr = new (std::nothrow) Mr();
-  if (mr == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* mr = make<Mr>();
+  if (mr == nullptr) return nullptr;
   // The same region on every lane, with the same key (an MR is good on any QP).
   eng::MrInfo info;
   uint32_t failed = 0;
@@ -103,11 +99,8 @@ int dealloc_pd(Pd* pd) {
 TITA_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_alloc_pd, "IBVERBS_1.1"), nullptr, ctx);
   Device* d = dev_of(ctx);
-  auto* pd = new (std::nothrow) Pd();
-  if (pd == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* pd = make<Pd>();
+  if (pd == nullptr) return nullptr;
   d->on_every_lane([pd](eng::Engine& e, uint32_t k) {
     const uint32_t id = e.alloc_pd();
     if (k == 0) pd->id = id;

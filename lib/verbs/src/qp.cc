@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <string>
 #include <string_view>
 
@@ -72,11 +71,8 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   init.max_sge = std::max<uint32_t>({attr->cap.max_send_sge, attr->cap.max_recv_sge, 1});
   init.max_inline_data = attr->cap.max_inline_data;
   init.sq_sig_all = attr->sq_sig_all != 0;
-  auto* qp = new (std::nothrow) Qp();
-  if (qp == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* qp = make<Qp>();
+  if (qp == nullptr) return nullptr;
   qp->lane = d->next_qp_lane();
   {
     Device::Lock lock(*d, qp->lane);
