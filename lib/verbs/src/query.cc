@@ -99,6 +99,15 @@ int fill_port_attr(Device* d, uint8_t port, ibv_port_attr* a) {
   return 0;
 }
 
+// The GID table and the P_Key table hold one entry each: port 1, index 0.
+bool the_entry(uint32_t port, int64_t index) { return port == 1 && index == 0; }
+
+// The answer of the calls rdma-core documents as returning -1 and setting errno.
+int fail_with_errno(int err) {
+  errno = err;
+  return -1;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- the ops libibverbs calls inline
@@ -141,10 +150,7 @@ TITA_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_
 
 TITA_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_query_gid, "IBVERBS_1.1"), -1, ctx, port, index, gid);
-  if (port != 1 || index != 0) {
-    errno = EINVAL;
-    return -1;
-  }
+  if (!the_entry(port, index)) return fail_with_errno(EINVAL);
   std::memcpy(gid->raw, dev_of(ctx)->gid().raw, 16);
   return 0;
 }
@@ -156,7 +162,7 @@ TITA_EXPORT int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int 
     auto f = real<int (*)(ibv_context*, uint8_t, unsigned int, int*)>("ibv_query_gid_type", "IBVERBS_PRIVATE_34");
     return forward(f, EINVAL, ctx, port, index, type);
   }
-  if (port != 1 || index != 0) return EINVAL;
+  if (!the_entry(port, index)) return EINVAL;
   *type = kGidTypeSysfsRoceV2;
   return 0;
 }
@@ -191,10 +197,7 @@ TITA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entrie
 
 TITA_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_query_pkey, "IBVERBS_1.1"), -1, ctx, port, index, pkey);
-  if (port != 1 || index != 0) {
-    errno = EINVAL;
-    return -1;
-  }
+  if (!the_entry(port, index)) return fail_with_errno(EINVAL);
   *pkey = htons(0xffff);
   return 0;
 }
@@ -202,8 +205,7 @@ TITA_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16
 TITA_EXPORT int ibv_get_pkey_index(ibv_context* ctx, uint8_t port, __be16 pkey) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_get_pkey_index, "IBVERBS_1.5"), -1, ctx, port, pkey);
   if (port == 1 && ntohs(pkey) == 0xffff) return 0;
-  errno = ENOENT;
-  return -1;
+  return fail_with_errno(ENOENT);
 }
 
 // The sysfs files of a kernel device; for tita0's invented path, the one
@@ -215,8 +217,7 @@ TITA_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf
       const int n = std::snprintf(buf, size, "tita on DPDK port %s", d->port_name().c_str());
       return std::min<int>(n, static_cast<int>(size) - 1);
     }
-    errno = ENOENT;
-    return -1;
+    return fail_with_errno(ENOENT);
   }
   return forward(REAL(ibv_read_sysfs_file, "IBVERBS_1.0"), -1, dir, file, buf, size);
 }
