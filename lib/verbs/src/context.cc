@@ -47,7 +47,7 @@ std::once_flag g_error_once;
 
 }  // namespace
 
-// ---------------------------------------------------------------- devices
+// ---------------------------------------------------------------- the device list
 
 TITA_EXPORT ibv_device** ibv_get_device_list(int* num) {
   auto real_get = REAL(ibv_get_device_list, "IBVERBS_1.1");
@@ -111,6 +111,8 @@ TITA_EXPORT int ibv_get_device_index(ibv_device* device) {
   return forward(REAL(ibv_get_device_index, "IBVERBS_1.9"), -1, device);
 }
 
+// ---------------------------------------------------------------- contexts
+
 TITA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   if (!Device::ours(device)) {
     auto f = REAL(ibv_open_device, "IBVERBS_1.1");
@@ -158,6 +160,8 @@ TITA_EXPORT int ibv_close_device(ibv_context* ctx) {
   delete c;
   return 0;
 }
+
+// ---------------------------------------------------------------- asynchronous events
 
 TITA_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_get_async_event, "IBVERBS_1.1"), -1, ctx, event);

@@ -85,6 +85,8 @@ int op_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   return 0;
 }
 
+// ---------------------------------------------------------------- destruction (also by ibv_close_device)
+
 int destroy_cq(Cq* cq, bool wait_events) {
   Device* d = dev_of(cq->cq.context);
   {

@@ -64,6 +64,8 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t iova, unsigned 
 
 }  // namespace
 
+// ---------------------------------------------------------------- destruction (also by ibv_close_device)
+
 int dereg_mr(Mr* mr) {
   Device* d = dev_of(mr->mr.context);
   if (d->on_every_lane([mr](eng::Engine& e, uint32_t) { return e.dereg_mr(mr->mr.lkey); }) != 0) return EINVAL;

@@ -192,6 +192,8 @@ ibv_qp* op_create_qp_ex(ibv_context*, ibv_qp_init_attr_ex* attr) {
   return qp;
 }
 
+// ---------------------------------------------------------------- destruction (also by ibv_close_device)
+
 int destroy_qp(Qp* qp, bool wait_events) {
   Device* d = dev_of(qp->qp.context);
   {
