@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "tita/dpdk/telemetry.h"
 
@@ -47,18 +48,15 @@ std::string cpu_set() {
   return out.empty() ? "0" : out;
 }
 
-std::vector<std::string> words(const std::string& s) {
+// The eal setting's arguments: its words between spaces and tabs.
+std::vector<std::string> words(std::string_view s) {
+  constexpr std::string_view kBlanks = " \t";
   std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (ch == ' ' || ch == '\t') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
+  for (size_t b = s.find_first_not_of(kBlanks); b != std::string_view::npos; b = s.find_first_not_of(kBlanks, b)) {
+    const size_t e = std::min(s.find_first_of(kBlanks, b), s.size());
+    out.emplace_back(s.substr(b, e - b));
+    b = e;
   }
-  if (!cur.empty()) out.push_back(cur);
   return out;
 }
 
@@ -452,25 +450,20 @@ void Device::check_link() {
   for (Context* c : contexts_) post_async(c, e);
 }
 
-void Device::bind_cq(uint32_t id, Cq* cq) {
+template <typename T>
+void Device::route(std::unordered_map<uint32_t, T*>& routes, uint32_t number, T* obj) {
   std::lock_guard lock(contexts_mu_);
-  cqs_[id] = cq;
+  if (obj != nullptr) {
+    routes[number] = obj;
+  } else {
+    routes.erase(number);
+  }
 }
 
-void Device::unbind_cq(uint32_t id) {
-  std::lock_guard lock(contexts_mu_);
-  cqs_.erase(id);
-}
-
-void Device::bind_qp(uint32_t qpn, Qp* qp) {
-  std::lock_guard lock(contexts_mu_);
-  qps_[qpn] = qp;
-}
-
-void Device::unbind_qp(uint32_t qpn) {
-  std::lock_guard lock(contexts_mu_);
-  qps_.erase(qpn);
-}
+void Device::bind_cq(uint32_t id, Cq* cq) { route(cqs_, id, cq); }
+void Device::unbind_cq(uint32_t id) { route<Cq>(cqs_, id, nullptr); }
+void Device::bind_qp(uint32_t qpn, Qp* qp) { route(qps_, qpn, qp); }
+void Device::unbind_qp(uint32_t qpn) { route<Qp>(qps_, qpn, nullptr); }
 
 void Device::report_qp(uint32_t lane, uint32_t qpn) {
   const engine::QpCounters* k = lanes_[lane]->host ? lanes_[lane]->host->engine().qp_counters(qpn) : nullptr;

@@ -237,6 +237,9 @@ class Device {
   int init(std::string* err);
   void run(Lane& lane);  // a lane's thread
   static void on_event(void* ctx, const engine::Event& e);
+  // A number's entry in cqs_ or qps_: set to `obj`, or removed (nullptr).
+  template <typename T>
+  void route(std::unordered_map<uint32_t, T*>& routes, uint32_t number, T* obj);
   void check_link();
 
   Config cfg_;
