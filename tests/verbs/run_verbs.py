@@ -62,6 +62,15 @@ def link(kind, name):
             f"net_memif0,role=client,socket={sock},id=0,bsize=8192")
 
 
+def srv_sock(vdev):
+    """The socket path a server vdev (net_vhost iface= or net_memif socket=) creates."""
+    for part in vdev.split(","):
+        k, _, v = part.partition("=")
+        if k in ("iface", "socket"):
+            return v
+    return ""
+
+
 def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptive", expect_rc=0):
     """Runs a server and a client program over a fresh pair; returns their outputs.
     expect_rc: 0, or "fails" for a run both programs must end with an error exit of
@@ -71,7 +80,12 @@ def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptiv
     log_s = open(os.path.join(WORK, name + ".server.log"), "w+")
     log_c = open(os.path.join(WORK, name + ".client.log"), "w+")
     s = subprocess.Popen(tita("10.0.0.1", srv_vdev, progress=progress) + server_cmd, stdout=log_s, stderr=subprocess.STDOUT, env=e)
-    time.sleep(1.0)  # the vhost/memif server socket exists
+    # The client connects once the server's vhost/memif socket exists (a
+    # loaded machine takes seconds to get there; a fixed sleep was flaky).
+    deadline = time.time() + 30
+    while not os.path.exists(srv_sock(srv_vdev)) and s.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # and listens on it
     c = subprocess.Popen(tita("10.0.0.2", cli_vdev, progress=progress) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
     rc = {}
     for who, p in (("client", c), ("server", s)):
