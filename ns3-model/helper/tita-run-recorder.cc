@@ -17,8 +17,8 @@ TitaRunRecorder::TitaRunRecorder(TitaNetworkHelper* net, Ptr<TitaFlowManager> mg
 void
 TitaRunRecorder::Connect()
 {
-    std::ostream& fct =
-        m_out->File("fct.csv", "id,src,dst,bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,hops,ok,group,step,reordered\n");
+    std::ostream& fct = m_out->File(
+        "fct.csv", "id,src,dst,bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,hops,ok,group,step,reordered\n");
     m_mgr->TraceConnectWithoutContext(
         "FlowComplete",
         MakeBoundCallback(
@@ -109,7 +109,8 @@ TitaRunRecorder::SampleSeries(Time interval)
             }
         }
     }
-    m_flowSeries = &m_out->File("flow_series.csv", "t_ns,flow,src,dst,delivered_bytes,goodput_bps,rate_bps,cwnd_bytes\n");
+    m_flowSeries =
+        &m_out->File("flow_series.csv", "t_ns,flow,src,dst,delivered_bytes,goodput_bps,rate_bps,cwnd_bytes\n");
     m_qlenSeries = &m_out->File("qlen_series.csv", "t_ns,node,port,qlen_bytes\n");
     m_portSeries = &m_out->File("port_series.csv", "t_ns,node,port,peer,tx_bytes,utilization\n");
     Simulator::Schedule(m_seriesInterval, &TitaRunRecorder::SeriesSample, this);

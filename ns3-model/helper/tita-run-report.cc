@@ -98,8 +98,10 @@ TitaRunReport::WriteLinks()
 void
 TitaRunReport::WriteCollectives(const std::vector<std::shared_ptr<TitaCollective>>& collectives)
 {
-    std::ostream& st = m_out->File("steps.csv", "collective,kind,ranks,step,start_ns,end_ns,duration_ns,messages,bytes\n");
-    std::ostream& co = m_out->File("collectives.csv", "collective,kind,ranks,bytes,start_ns,end_ns,duration_ns,done,ideal_ns\n");
+    std::ostream& st =
+        m_out->File("steps.csv", "collective,kind,ranks,step,start_ns,end_ns,duration_ns,messages,bytes\n");
+    std::ostream& co =
+        m_out->File("collectives.csv", "collective,kind,ranks,bytes,start_ns,end_ns,duration_ns,done,ideal_ns\n");
     for (const auto& c : collectives)
     {
         co << c->GetId() << ',' << c->GetKind() << ',' << c->GetRanks() << ',' << c->GetBytes() << ','
@@ -160,7 +162,8 @@ TitaRunReport::WriteSummary(TitaSummaryJson js,
     {
         if (byReason[r] > 0)
         {
-            switchDrops.emplace_back(::tita::fabric::to_string(static_cast<::tita::fabric::DropReason>(r)), byReason[r]);
+            const auto reason = static_cast<::tita::fabric::DropReason>(r);
+            switchDrops.emplace_back(::tita::fabric::to_string(reason), byReason[r]);
         }
     }
     std::vector<std::pair<std::string, uint64_t>> nicDrops;

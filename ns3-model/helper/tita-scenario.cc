@@ -18,18 +18,6 @@ namespace ns3
 namespace
 {
 
-// A time setting (bare numbers are seconds, as ns-3 reads them).
-bool
-TimeSetting(const std::string& name, const std::string& text, Time* t, std::string* err)
-{
-    if (!TitaParseTime(text, "s", t, err))
-    {
-        *err = "--" + name + ": " + *err;
-        return false;
-    }
-    return true;
-}
-
 double
 SecondsSince(std::chrono::steady_clock::time_point t)
 {
@@ -124,7 +112,8 @@ TitaScenario::Build(std::string* err)
 bool
 TitaScenario::CheckTimes(std::string* err)
 {
-    if (!TimeSetting("duration", m_cfg.duration, &m_duration, err) || !TimeSetting("stop", m_cfg.stop, &m_stop, err))
+    if (!TitaParseTimeOption("duration", m_cfg.duration, &m_duration, err) ||
+        !TitaParseTimeOption("stop", m_cfg.stop, &m_stop, err))
     {
         return false;
     }
@@ -265,9 +254,9 @@ TitaScenario::OpenOutputs(std::string* err)
     Time qlen;
     Time series;
     Time metrics;
-    if (!TimeSetting("qlen-interval", m_cfg.qlenInterval, &qlen, err) ||
-        !TimeSetting("series", m_cfg.series, &series, err) || !TimeSetting("metrics", m_cfg.metrics, &metrics, err) ||
-        !m_out.SetDirectory(m_cfg.outDir, err))
+    if (!TitaParseTimeOption("qlen-interval", m_cfg.qlenInterval, &qlen, err) ||
+        !TitaParseTimeOption("series", m_cfg.series, &series, err) ||
+        !TitaParseTimeOption("metrics", m_cfg.metrics, &metrics, err) || !m_out.SetDirectory(m_cfg.outDir, err))
     {
         return false;
     }
