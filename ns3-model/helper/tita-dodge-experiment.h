@@ -20,7 +20,6 @@
 #include "ns3/nstime.h"
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 

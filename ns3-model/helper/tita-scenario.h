@@ -23,7 +23,6 @@
 
 #include <chrono>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 

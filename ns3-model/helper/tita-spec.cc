@@ -57,12 +57,6 @@ TitaSpec::Find(const std::string& key) const
     return it == m_kv.end() ? nullptr : &it->second;
 }
 
-bool
-TitaSpec::Has(const std::string& key) const
-{
-    return Find(key) != nullptr;
-}
-
 void
 TitaSpec::Fail(const std::string& what) const
 {

@@ -38,8 +38,6 @@ class TitaSpec
 
     const std::string& GetOption() const { return m_option; }
     const std::string& GetKind() const { return m_kind; }
-    /// Whether the spec names `key` (counts as asking for it).
-    bool Has(const std::string& key) const;
 
     /// The text of a key, or `def`.
     std::string Str(const std::string& key, const std::string& def) const;
