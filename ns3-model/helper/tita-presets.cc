@@ -139,6 +139,21 @@ TitaGetPreset(const std::string& name,
     return false;
 }
 
+std::set<std::string>
+TitaAttributesGiven(int argc, char* argv[])
+{
+    std::set<std::string> given;
+    for (int i = 1; i < argc; ++i)
+    {
+        const std::string arg = argv[i];
+        if (arg.rfind("--ns3::", 0) == 0)
+        {
+            given.insert(arg.substr(2, arg.find('=') - 2));
+        }
+    }
+    return given;
+}
+
 std::vector<std::string>
 TitaApplyPreset(const TitaPreset& preset, const std::set<std::string>& keep)
 {

@@ -39,6 +39,10 @@ bool TitaGetPreset(const std::string& name,
                    TitaPreset* out,
                    std::string* err);
 
+/// The attribute paths a command line sets ("--ns3::Type::Name=..." gives
+/// "ns3::Type::Name"), for TitaApplyPreset's `keep`.
+std::set<std::string> TitaAttributesGiven(int argc, char* argv[]);
+
 /// Config::SetDefault for each attribute of `preset` that `keep` (paths the user
 /// set on the command line) does not name; returns the paths it left alone.
 std::vector<std::string> TitaApplyPreset(const TitaPreset& preset, const std::set<std::string>& keep);

@@ -309,6 +309,18 @@ TitaTopology::MultiRail(const MultiRailParams& p)
     return t;
 }
 
+TitaTopology
+TitaTopology::Star(uint32_t hosts, uint64_t rateBps, uint64_t delayNs)
+{
+    TitaTopology t;
+    const uint32_t sw = t.AddSwitch("tor", 1);
+    for (uint32_t i = 0; i < hosts; ++i)
+    {
+        t.AddLink(t.AddHost("host" + std::to_string(i)), sw, rateBps, delayNs);
+    }
+    return t;
+}
+
 int32_t
 TitaTopology::RailHost(uint32_t server, uint32_t gpu) const
 {

@@ -108,6 +108,10 @@ class TitaTopology
     };
     static TitaTopology MultiRail(const MultiRailParams& p);
 
+    /// `hosts` hosts on one switch ("tor", tier 1), every link at rateBps and
+    /// delayNs (incast experiments).
+    static TitaTopology Star(uint32_t hosts, uint64_t rateBps, uint64_t delayNs);
+
     /// Multi-rail lookups: host index of (server, gpu); the NVLink NIC's host index.
     int32_t RailHost(uint32_t server, uint32_t gpu) const;
     int32_t NvlinkHost(uint32_t server, uint32_t gpu) const;

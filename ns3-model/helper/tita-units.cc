@@ -154,6 +154,17 @@ TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t, std
 }
 
 bool
+TitaParseTimeOption(const std::string& option, const std::string& text, Time* t, std::string* err)
+{
+    if (!TitaParseTime(text, "s", t, err))
+    {
+        *err = "--" + option + ": " + *err;
+        return false;
+    }
+    return true;
+}
+
+bool
 TitaParseBytes(const std::string& text, uint64_t* bytes, std::string* err)
 {
     struct Suffix

@@ -24,6 +24,10 @@ bool TitaParseRate(const std::string& text, uint64_t* bps, std::string* err);
 /// (unknown unit, negative, not a number).
 bool TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t, std::string* err);
 
+/// A runner's time option (--stop, --fault-at): a time whose bare numbers are
+/// seconds, as ns-3 reads them; the message names the option ("--stop: time ...").
+bool TitaParseTimeOption(const std::string& option, const std::string& text, Time* t, std::string* err);
+
 /// A byte count: a bare number ("500000", "5e5") or one with B, KB, MB, GB (powers of
 /// 1000), KiB, MiB, GiB (powers of 1024); also K, M, G as 1000, 1e6, 1e9.
 bool TitaParseBytes(const std::string& text, uint64_t* bytes, std::string* err);

@@ -129,6 +129,22 @@ TitaCollective::TitaCollective(Ptr<TitaFlowManager> mgr, int32_t id, std::string
 {
 }
 
+std::shared_ptr<TitaCollective>
+TitaCollective::Make(Ptr<TitaFlowManager> mgr,
+                     int32_t id,
+                     std::string kind,
+                     std::vector<Rank> ranks,
+                     uint64_t bytes,
+                     Time at,
+                     void (TitaCollective::*start)())
+{
+    auto c = std::make_shared<TitaCollective>(mgr, id, std::move(kind));
+    c->m_ranks = std::move(ranks);
+    c->m_bytes = bytes;
+    Simulator::Schedule(at, [c, start] { ((*c).*start)(); });
+    return c;
+}
+
 uint32_t
 TitaCollective::HostFor(const Rank& from, const Rank& to, bool sending) const
 {
@@ -235,17 +251,9 @@ TitaCollective::CheckDone()
 }
 
 std::shared_ptr<TitaCollective>
-TitaCollective::RingAllReduce(Ptr<TitaFlowManager> mgr,
-                              int32_t id,
-                              std::vector<Rank> ranks,
-                              uint64_t bytes,
-                              Time at)
+TitaCollective::RingAllReduce(Ptr<TitaFlowManager> mgr, int32_t id, std::vector<Rank> ranks, uint64_t bytes, Time at)
 {
-    auto c = std::make_shared<TitaCollective>(mgr, id, "allreduce");
-    c->m_ranks = std::move(ranks);
-    c->m_bytes = bytes;
-    Simulator::Schedule(at, [c] { c->StartRing(); });
-    return c;
+    return Make(mgr, id, "allreduce", std::move(ranks), bytes, at, &TitaCollective::StartRing);
 }
 
 void
@@ -348,17 +356,9 @@ TitaCollective::IdealNs() const
 }
 
 std::shared_ptr<TitaCollective>
-TitaCollective::AllToAll(Ptr<TitaFlowManager> mgr,
-                         int32_t id,
-                         std::vector<Rank> ranks,
-                         uint64_t bytes,
-                         Time at)
+TitaCollective::AllToAll(Ptr<TitaFlowManager> mgr, int32_t id, std::vector<Rank> ranks, uint64_t bytes, Time at)
 {
-    auto c = std::make_shared<TitaCollective>(mgr, id, "alltoall");
-    c->m_ranks = std::move(ranks);
-    c->m_bytes = bytes;
-    Simulator::Schedule(at, [c] { c->StartAllToAll(); });
-    return c;
+    return Make(mgr, id, "alltoall", std::move(ranks), bytes, at, &TitaCollective::StartAllToAll);
 }
 
 void
@@ -377,17 +377,9 @@ TitaCollective::StartAllToAll()
 }
 
 std::shared_ptr<TitaCollective>
-TitaCollective::AllToAllPxn(Ptr<TitaFlowManager> mgr,
-                            int32_t id,
-                            std::vector<Rank> ranks,
-                            uint64_t bytes,
-                            Time at)
+TitaCollective::AllToAllPxn(Ptr<TitaFlowManager> mgr, int32_t id, std::vector<Rank> ranks, uint64_t bytes, Time at)
 {
-    auto c = std::make_shared<TitaCollective>(mgr, id, "alltoall-pxn");
-    c->m_ranks = std::move(ranks);
-    c->m_bytes = bytes;
-    Simulator::Schedule(at, [c] { c->StartPxn(); });
-    return c;
+    return Make(mgr, id, "alltoall-pxn", std::move(ranks), bytes, at, &TitaCollective::StartPxn);
 }
 
 void

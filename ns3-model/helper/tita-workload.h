@@ -171,6 +171,14 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     void SetDoneCallback(std::function<void(const TitaCollective&)> cb) { m_onDone = std::move(cb); }
 
   private:
+    /// A collective of `kind` whose `start` runs at `at`.
+    static std::shared_ptr<TitaCollective> Make(Ptr<TitaFlowManager> mgr,
+                                                int32_t id,
+                                                std::string kind,
+                                                std::vector<Rank> ranks,
+                                                uint64_t bytes,
+                                                Time at,
+                                                void (TitaCollective::*start)());
     uint64_t ChunkBytes() const; ///< one message of the collective's steps
     void StartRing();
     void RingTry(uint32_t i);

@@ -11,6 +11,7 @@
 //   within a millisecond and completes, every byte delivered; without it the
 //   flow stalls until the modelled control plane withdraws the port.
 #include "rdma-nic-net-device.h"
+#include "tita-long-flow.h"
 #include "tita-network-helper.h"
 #include "tita-switch-node.h"
 #include "tita-test-topologies.h"
@@ -33,6 +34,7 @@ namespace
 {
 
 namespace eng = ::tita::engine;
+using tita_test::FatTree;
 
 /**
  * Every dodge step moves a flow to a path that shares no switch with the old
@@ -148,32 +150,14 @@ class TitaDodgeFaultTestCase : public TestCase
   private:
     void DoRun() override
     {
-        TitaTopology::FatTreeParams p;
-        p.pods = 2;
-        p.torsPerPod = 2;
-        p.aggsPerPod = 2;
-        p.hostsPerTor = 2;
-        p.coresPerAgg = 2;
-        p.torAggRateBps = p.aggCoreRateBps = 100'000'000'000;
         TitaNetworkHelper net;
         net.SetSwitchAttribute("DodgeField", StringValue("udp-sport"));
         net.SetNicAttribute("DodgeField", StringValue(m_dodge ? "udp-sport" : "none"));
-        net.Build(TitaTopology::FatTree(p));
-        const uint32_t src = 0;
-        const uint32_t dst = 4; // pod 1
-        Ptr<RdmaNicNetDevice> a = net.GetNic(src);
-        Ptr<RdmaNicNetDevice> b = net.GetNic(dst);
-        const uint32_t qa = a->CreateQp();
-        const uint32_t qb = b->CreateQp();
-        NS_TEST_ASSERT_MSG_EQ(a->ConnectQp(qa, b, qb), 0, "connect");
-        NS_TEST_ASSERT_MSG_EQ(b->ConnectQp(qb, a, qa), 0, "connect");
-        a->SetCc(qa, "hpcc", {});
-        b->SetCc(qb, "hpcc", {});
-
-        eng::QpInfo info;
-        a->GetEngine().qp_info(qa, &info);
+        net.Build(FatTree(2, 2, 2, 2, 2, 100'000'000'000));
+        TitaLongFlow flow(&net, 0, 4, "hpcc"); // host 4: pod 1
+        NS_TEST_ASSERT_MSG_EQ(flow.Connect(), 0, "connect");
         std::vector<uint16_t> ports;
-        const auto path = net.TracePath(src, dst, info.udp_sport, 0, &ports);
+        const auto path = flow.Path(flow.GetUdpSport(), &ports);
         NS_TEST_ASSERT_MSG_EQ(path.size(), 7, "host tor agg core agg tor host");
         Ptr<TitaSwitchNode> agg = net.GetSwitchOfVertex(path[2]);
         const uint16_t port = ports[1]; // the aggregation switch's port to the core
@@ -185,60 +169,42 @@ class TitaDodgeFaultTestCase : public TestCase
         Simulator::Schedule(faultAt, &TitaSwitchNode::SetFault, agg, port, f);
         Simulator::Schedule(rerouteAt, &TitaSwitchNode::SetPortUp, agg, port, false);
 
-        struct Result
-        {
-            Time done = Time(-1);
-            bool ok = false;
-            std::vector<std::pair<Time, uint8_t>> changes;
-        } r;
-        a->SetCompletionCallback(MakeBoundCallback(
-            +[](Result* r, Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& wc) {
-                r->done = Simulator::Now();
-                r->ok = wc.status == eng::WcStatus::kSuccess;
-            },
-            &r));
-        a->TraceConnectWithoutContext(
-            "PathChange",
-            MakeBoundCallback(
-                +[](Result* r, uint32_t, uint8_t reason, uint16_t, uint16_t) {
-                    r->changes.emplace_back(Simulator::Now(), reason);
-                },
-                &r));
+        TitaPathChangeLog log;
+        log.Watch(flow.GetSender(), flow.GetSrc());
         const uint32_t bytes = 16u << 20; // 1.4 ms at 100 Gb/s
-        NS_TEST_ASSERT_MSG_EQ(a->PostWrite(qa, 1, bytes, false, b), 0, "post");
+        NS_TEST_ASSERT_MSG_EQ(flow.Write(bytes), 0, "post");
         Simulator::Stop(MilliSeconds(30));
         Simulator::Run();
 
-        const uint64_t delivered = b->GetEngine().qp_counters(qb)->rx_payload_bytes;
+        const auto& changes = log.Get();
         std::fprintf(stderr,
                      "  done at %.3f ms, ok %d, %zu path changes (first %.1f us after the fault)\n",
-                     r.done.GetSeconds() * 1e3,
-                     r.ok,
-                     r.changes.size(),
-                     r.changes.empty() ? -1.0 : (r.changes[0].first - faultAt).GetSeconds() * 1e6);
-        NS_TEST_EXPECT_MSG_EQ(r.ok, true, "the WRITE did not complete successfully");
-        NS_TEST_EXPECT_MSG_EQ(delivered, bytes, "bytes executed at the receiver");
+                     flow.GetDone().GetSeconds() * 1e3,
+                     flow.IsOk(),
+                     changes.size(),
+                     changes.empty() ? -1.0 : (changes[0].at - faultAt).GetSeconds() * 1e6);
+        NS_TEST_EXPECT_MSG_EQ(flow.IsOk(), true, "the WRITE did not complete successfully");
+        NS_TEST_EXPECT_MSG_EQ(flow.GetDelivered(), bytes, "bytes executed at the receiver");
         if (m_dodge)
         {
-            NS_TEST_ASSERT_MSG_GT(r.changes.size(), 0, "no path change");
-            NS_TEST_EXPECT_MSG_LT(r.changes[0].first - faultAt, MilliSeconds(1), "detection + repath");
+            NS_TEST_ASSERT_MSG_GT(changes.size(), 0, "no path change");
+            NS_TEST_EXPECT_MSG_LT(changes[0].at - faultAt, MilliSeconds(1), "detection + repath");
             if (m_fault == Fault::kBlackHole)
             {
-                NS_TEST_EXPECT_MSG_EQ(r.changes.size(), 1, "one dodge leaves the black hole");
-                NS_TEST_EXPECT_MSG_EQ(+r.changes[0].second,
+                NS_TEST_EXPECT_MSG_EQ(changes.size(), 1, "one dodge leaves the black hole");
+                NS_TEST_EXPECT_MSG_EQ(+changes[0].reason,
                                       +static_cast<uint8_t>(eng::RepathReason::kStall),
                                       "a black hole is a stall");
             }
-            NS_TEST_EXPECT_MSG_LT(r.done, rerouteAt, "finished before the control plane moved");
-            a->GetEngine().qp_info(qa, &info);
-            const auto now = net.TracePath(src, dst, info.udp_sport);
+            NS_TEST_EXPECT_MSG_LT(flow.GetDone(), rerouteAt, "finished before the control plane moved");
+            const auto now = flow.Path(flow.GetUdpSport());
             NS_TEST_EXPECT_MSG_NE(now[2], path[2], "the new path avoids the aggregation switch");
             NS_TEST_EXPECT_MSG_NE(now[3], path[3], "and the core");
         }
         else if (m_fault == Fault::kBlackHole)
         {
-            NS_TEST_EXPECT_MSG_EQ(r.changes.size(), 0, "no path control");
-            NS_TEST_EXPECT_MSG_GT(r.done, rerouteAt, "stalled until the control plane moved");
+            NS_TEST_EXPECT_MSG_EQ(changes.size(), 0, "no path control");
+            NS_TEST_EXPECT_MSG_GT(flow.GetDone(), rerouteAt, "stalled until the control plane moved");
         }
         Simulator::Destroy();
     }
@@ -246,8 +212,6 @@ class TitaDodgeFaultTestCase : public TestCase
     Fault m_fault;
     bool m_dodge;
 };
-
-using tita_test::FatTree;
 
 class TitaDodgeTestSuite : public TestSuite
 {
@@ -273,29 +237,14 @@ class TitaDodgeTestSuite : public TestSuite
                                                   9),
                     TestCase::QUICK);
         AddTestCase(new TitaDodgeDisjointTestCase("multi-rail, 3 spines",
-                                                  [] {
-                                                      TitaTopology::MultiRailParams p;
-                                                      p.blocks = 2;
-                                                      p.serversPerBlock = 2;
-                                                      p.gpusPerServer = 2;
-                                                      p.spines = 3;
-                                                      return TitaTopology::MultiRail(p);
-                                                  },
+                                                  [] { return tita_test::MultiRail(2, 2, 2, 3); },
                                                   1),
                     TestCase::QUICK);
         // Parallel links: the helper interleaves them in the group, so every step
         // d -> d + 1 changes spine; the wrap 15 -> 0 jumps by 15 mod 6 = 3 ports,
         // back to the same spine (doc/hash-dodging.md, limits).
         AddTestCase(new TitaDodgeDisjointTestCase("multi-rail, 3 spines x 2 parallel links, steps without the wrap",
-                                                  [] {
-                                                      TitaTopology::MultiRailParams p;
-                                                      p.blocks = 2;
-                                                      p.serversPerBlock = 2;
-                                                      p.gpusPerServer = 2;
-                                                      p.spines = 3;
-                                                      p.linksPerSpine = 2;
-                                                      return TitaTopology::MultiRail(p);
-                                                  },
+                                                  [] { return tita_test::MultiRail(2, 2, 2, 3, 2); },
                                                   1,
                                                   false,
                                                   false),

@@ -12,6 +12,7 @@
 //   timeout, and the WRITE ends within 100 us of the same run without a fault.
 #include "rdma-nic-net-device.h"
 #include "tita-flow-manager.h"
+#include "tita-long-flow.h"
 #include "tita-network-helper.h"
 #include "tita-switch-node.h"
 #include "tita-test-topologies.h"
@@ -215,19 +216,13 @@ RunBlackHole(bool fault)
 {
     TitaNetworkHelper net;
     BuildSprayed(net, FatTree(2, 2, 2, 2, 2, 100'000'000'000), 2);
-    const uint32_t src = 0;
-    const uint32_t dst = 4; // pod 1
-    Ptr<RdmaNicNetDevice> a = net.GetNic(src);
-    Ptr<RdmaNicNetDevice> b = net.GetNic(dst);
-    const uint32_t qa = a->CreateQp();
-    const uint32_t qb = b->CreateQp();
-    NS_ABORT_UNLESS(a->ConnectQp(qa, b, qb) == 0 && b->ConnectQp(qb, a, qa) == 0);
-    a->SetCc(qa, "dcqcn", {});
-    b->SetCc(qb, "dcqcn", {});
+    TitaLongFlow flow(&net, 0, 4, "dcqcn"); // host 4: pod 1
+    NS_ABORT_UNLESS(flow.Connect() == 0);
+    eng::Engine& sender = flow.GetSender()->GetEngine();
     eng::SprayInfo s;
-    a->GetEngine().spray_info(qa, &s);
+    sender.spray_info(flow.GetSenderQpn(), &s);
     std::vector<uint16_t> ports;
-    const auto path = net.TracePath(src, dst, s.paths[1].udp_sport, 0, &ports);
+    const auto path = flow.Path(s.paths[1].udp_sport, &ports);
     NS_ABORT_UNLESS(path.size() == 7);
     if (fault)
     {
@@ -239,20 +234,16 @@ RunBlackHole(bool fault)
                             ports[1],
                             f);
     }
-    FaultResult r;
-    a->SetCompletionCallback(MakeBoundCallback(
-        +[](FaultResult* r, Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& wc) {
-            r->done = Simulator::Now();
-            r->ok = wc.status == eng::WcStatus::kSuccess;
-        },
-        &r));
     const uint32_t bytes = 8u << 20;
-    NS_ABORT_UNLESS(a->PostWrite(qa, 1, bytes, false, b) == 0);
+    NS_ABORT_UNLESS(flow.Write(bytes) == 0);
     Simulator::Stop(MilliSeconds(20));
     Simulator::Run();
-    r.delivered = b->GetEngine().qp_counters(qb)->rx_payload_bytes;
-    r.timeouts = a->GetEngine().qp_counters(qa)->timeouts;
-    a->GetEngine().spray_info(qa, &s);
+    FaultResult r;
+    r.done = flow.GetDone();
+    r.ok = flow.IsOk();
+    r.delivered = flow.GetDelivered();
+    r.timeouts = sender.qp_counters(flow.GetSenderQpn())->timeouts;
+    sender.spray_info(flow.GetSenderQpn(), &s);
     r.retired = s.retired;
     Simulator::Destroy();
     return r;

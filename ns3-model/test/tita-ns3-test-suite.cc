@@ -8,6 +8,7 @@
 #include "tita-network-helper.h"
 #include "tita-presets.h"
 #include "tita-switch-node.h"
+#include "tita-test-topologies.h"
 #include "tita-topology.h"
 #include "tita-workload.h"
 
@@ -40,18 +41,7 @@ namespace golden = ::tita::test::golden;
 namespace
 {
 
-TitaTopology
-Star(uint32_t hosts, uint64_t rateBps = 100'000'000'000, uint64_t delayNs = 1000)
-{
-    TitaTopology t;
-    const uint32_t sw = t.AddSwitch("tor", 1);
-    for (uint32_t i = 0; i < hosts; ++i)
-    {
-        const uint32_t h = t.AddHost("host" + std::to_string(i));
-        t.AddLink(h, sw, rateBps, delayNs);
-    }
-    return t;
-}
+using tita_test::Star;
 
 // A frame's IPv4 header and, if any, its telemetry trailer.
 struct Seen
@@ -897,14 +887,8 @@ class TitaFatTreeWebSearchTestCase : public TestCase
   private:
     void DoRun() override
     {
-        TitaTopology::FatTreeParams p;
-        p.pods = 2;
-        p.torsPerPod = 2;
-        p.aggsPerPod = 2;
-        p.hostsPerTor = 4;
-        p.coresPerAgg = 2;
         TitaNetworkHelper net;
-        net.Build(TitaTopology::FatTree(p));
+        net.Build(tita_test::FatTree(2, 2, 2, 4, 2));
         NS_TEST_ASSERT_MSG_EQ(net.GetNHosts(), 16, "hosts");
         NS_TEST_ASSERT_MSG_EQ(net.GetSwitches().size(), 12, "switches");
         Ptr<TitaFlowManager> mgr = CreateObject<TitaFlowManager>();

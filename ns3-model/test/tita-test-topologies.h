@@ -1,4 +1,4 @@
-// Topologies the ns-3 test suites share (tita-dodge, tita-multipath).
+// Topologies the ns-3 test suites share.
 #ifndef TITA_TEST_TOPOLOGIES_H
 #define TITA_TEST_TOPOLOGIES_H
 
@@ -31,6 +31,28 @@ FatTree(uint32_t pods,
     p.coresPerAgg = cores;
     p.torAggRateBps = p.aggCoreRateBps = fabricBps;
     return TitaTopology::FatTree(p);
+}
+
+/// `hosts` hosts on one switch.
+inline TitaTopology
+Star(uint32_t hosts, uint64_t rateBps = 100'000'000'000, uint64_t delayNs = 1000)
+{
+    return TitaTopology::Star(hosts, rateBps, delayNs);
+}
+
+/// A multi-rail cluster of the given shape (other parameters: the defaults).
+inline TitaTopology
+MultiRail(uint32_t blocks, uint32_t servers, uint32_t gpus, uint32_t spines, uint32_t linksPerSpine = 1,
+          bool nvlink = false)
+{
+    TitaTopology::MultiRailParams p;
+    p.blocks = blocks;
+    p.serversPerBlock = servers;
+    p.gpusPerServer = gpus;
+    p.spines = spines;
+    p.linksPerSpine = linksPerSpine;
+    p.nvlink = nvlink;
+    return TitaTopology::MultiRail(p);
 }
 
 /// The HPCC paper's fat_tree_320 from the project's data directory.
