@@ -40,7 +40,7 @@ void add_engine_flags(CLI::App& app, std::deque<EngineFlag>* flags) {
     if (s.flag.empty()) continue;
     EngineFlag& f = flags->emplace_back(EngineFlag{&s});
     const std::string name = "--" + std::string(s.flag);
-    const std::string help(s.help);
+    const std::string help = std::string(s.help) + (s.unit.empty() ? "" : " (" + std::string(s.unit) + ")");
     switch (s.kind) {
       case SettingKind::kBool:
         f.option = app.add_flag(name, f.on, help);

@@ -85,6 +85,9 @@ TEST(Settings, DefaultsAreEngineConfigsAndInRange) {
   EXPECT_EQ(defaults(FrontEnd::kNs3).timer_slot_ns, 2048u);
   EXPECT_EQ(defaults(FrontEnd::kVerbs).max_qps, 4096u);
   EXPECT_EQ(defaults(FrontEnd::kVerbs).line_rate_bps, 0u);
+  EXPECT_EQ(find_setting("rate_gbps")->default_text(FrontEnd::kVerbs), "the port's speed");
+  EXPECT_EQ(find_setting("rate_gbps")->default_text(FrontEnd::kPerf), "100 Gb/s");
+  EXPECT_EQ(find_setting("ack_req_every")->default_text(FrontEnd::kNs3), "1");
   EXPECT_EQ(defaults(FrontEnd::kPerf).ack_req_every, EngineConfig{}.ack_req_every);
 }
 

@@ -65,8 +65,8 @@ constexpr uint64_t kGbps = 1'000'000'000;
 const Setting kSettings[] = {
     at<&C::line_rate_bps>({.name = "rate_gbps", .flag = "rate", .verbs = true, .kind = K::kRate,
         .unit = "Gb/s", .min = kGbps / 1000, .max = 3200 * kGbps,
-        .help = "the NIC's line rate, which congestion control starts from (verbs: the port's speed unless set)",
-        .verbs_default = 0}),
+        .help = "the NIC's line rate, which congestion control starts from",
+        .verbs_default = 0, .unset = "the port's speed"}),
     at<&C::base_rtt_ns>({.name = "base_rtt_us", .flag = "base-rtt-us", .attribute = "BaseRtt", .verbs = true,
         .kind = K::kTime, .unit = "us", .min = 1, .max = kSecond,
         .help = "unloaded RTT congestion control starts from (a slow peer, such as rxe in a VM, needs more; "
@@ -282,6 +282,13 @@ std::string Setting::format(uint64_t value) const {
   }
 }
 
+std::string Setting::default_text(FrontEnd f) const {
+  const uint64_t v = default_for(f);
+  const bool numeric = kind != SettingKind::kBool && kind != SettingKind::kChoice;
+  if (numeric && (v < min || v > max) && !unset.empty()) return std::string(unset);
+  return format(v) + (unit.empty() ? "" : " " + std::string(unit));
+}
+
 std::string Setting::range_text() const {
   if (kind == SettingKind::kBool) return "true or false";
   if (kind == SettingKind::kChoice) {
@@ -299,25 +306,24 @@ std::string Setting::range_text() const {
   return format(min) + " to " + format(max) + (unit.empty() ? "" : " (" + std::string(unit) + ")");
 }
 
+std::string env_variable(std::string_view name) {
+  std::string env = "TITA_";
+  for (char ch : name) env += static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+  return env;
+}
+
 std::string settings_markdown() {
   std::string out =
-      "| setting | unit | default | range | tita-perf | verbs | ns-3 NIC attribute | meaning |\n"
-      "|---|---|---|---|---|---|---|---|\n";
+      "| setting | default | range | tita-perf | verbs | ns-3 NIC attribute | meaning |\n"
+      "|---|---|---|---|---|---|---|\n";
   const auto code = [](std::string_view s) { return s.empty() ? std::string("-") : "`" + std::string(s) + "`"; };
   for (const Setting& s : kSettings) {
-    std::string def = s.format(s.default_for(FrontEnd::kEngine));
-    if (s.ns3_default) def += "; ns-3: " + s.format(*s.ns3_default);
-    if (s.verbs_default) def += "; verbs: " + s.format(*s.verbs_default);
-    std::string env;
-    if (s.verbs) {
-      env = "TITA_";
-      for (char ch : s.name) env += static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
-    }
-    const bool numeric = s.kind != SettingKind::kBool && s.kind != SettingKind::kChoice;
-    const std::string range = numeric ? s.format(s.min) + " to " + s.format(s.max) : s.range_text();
-    out += "| `" + std::string(s.name) + "` | " + (s.unit.empty() ? "-" : std::string(s.unit)) + " | " + def + " | " +
-           range + " | " + (s.flag.empty() ? "-" : "`--" + std::string(s.flag) + "`") + " | " + code(env) + " | " +
-           code(s.attribute) + " | " + std::string(s.help) + " |\n";
+    std::string def = s.default_text(FrontEnd::kEngine);
+    if (s.ns3_default) def += "; ns-3: " + s.default_text(FrontEnd::kNs3);
+    if (s.verbs_default) def += "; verbs: " + s.default_text(FrontEnd::kVerbs);
+    const std::string flag = s.flag.empty() ? "" : "--" + std::string(s.flag);
+    out += "| `" + std::string(s.name) + "` | " + def + " | " + s.range_text() + " | " + code(flag) + " | " +
+           code(s.verbs ? env_variable(s.name) : "") + " | " + code(s.attribute) + " | " + std::string(s.help) + " |\n";
   }
   return out;
 }

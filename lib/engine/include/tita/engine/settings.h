@@ -63,6 +63,9 @@ struct Setting {
   // HPCC simulator's settings, the verbs layer for a device's memory.
   std::optional<uint64_t> ns3_default;
   std::optional<uint64_t> verbs_default;
+  // What a front end's default outside the range means ("the port's speed":
+  // 0, until set, for the verbs device's line rate).
+  std::string_view unset;
 
   uint64_t default_for(FrontEnd f) const;
   // How many field units one text unit is (1000 for "us", 1e9 for "Gb/s").
@@ -75,6 +78,8 @@ struct Setting {
   int from_number(double x, uint64_t* value, std::string* why) const;
   // A value in the text unit: "10", "0.001", "true", "udp_sport".
   std::string format(uint64_t value) const;
+  // A front end's default as its docs give it: "10 us", "false", "the port's speed".
+  std::string default_text(FrontEnd f) const;
   // "0 to 1000000 (us)", "true or false", "none, dscp or udp_sport".
   std::string range_text() const;
   // The choice names, in order (kChoice).
@@ -87,6 +92,9 @@ std::span<const Setting> settings();
 const Setting* find_setting(std::string_view name);
 // EngineConfig as a front end starts from it.
 EngineConfig defaults(FrontEnd f);
+// The verbs layer's environment variable of a setting: TITA_ and the name in
+// capitals (TITA_BASE_RTT_US).
+std::string env_variable(std::string_view name);
 // doc/settings.md's table (tests/engine/settings_test.cc checks the page).
 std::string settings_markdown();
 
