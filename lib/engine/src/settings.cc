@@ -62,7 +62,8 @@ constexpr uint64_t kGbps = 1'000'000'000;
 // The order is the order front ends list them in: the line and its pacing,
 // acknowledgements and notification, telemetry, sizes, ARP, path control,
 // spraying.
-const Setting kSettings[] = {
+// constexpr: read during other static initialisation (ns-3 registers its TypeIds then).
+constexpr Setting kSettings[] = {
     at<&C::line_rate_bps>({.name = "rate_gbps", .flag = "rate", .verbs = true, .kind = K::kRate,
         .unit = "Gb/s", .min = kGbps / 1000, .max = 3200 * kGbps,
         .help = "the NIC's line rate, which congestion control starts from",
@@ -117,7 +118,8 @@ const Setting kSettings[] = {
         .help = "ARP requests before a peer is unreachable (its QPs' work fails)"}),
     at<&C::path, &PathConfig::field>({.name = "dodge_field", .flag = "dodge", .attribute = "DodgeField",
         .kind = K::kChoice,
-        .help = "Hash Dodging: the header field a QP changes to leave a failed path (none: path control off)",
+        .help = "Hash Dodging: the header field a QP changes to leave a failed path: none (path control off), dscp "
+                "or udp_sport",
         .choices = "none dscp udp_sport udp-sport", .parse_choice = parse_dodge}),
     at<&C::path, &PathConfig::mask>({.name = "dodge_mask", .attribute = "DodgeMask", .min = 0, .max = 0xffff,
         .help = "bits of the dodge field (0: 0x000f of the UDP source port, 0x07 of the DSCP)"}),
@@ -157,29 +159,16 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
-// Calls fn(name) for each name of a choice list, in order.
-template <class Fn>
-void for_each_name(std::string_view list, Fn fn) {
-  while (!list.empty()) {
-    const size_t sp = list.find(' ');
-    fn(list.substr(0, sp));
-    if (sp == std::string_view::npos) break;
-    list.remove_prefix(sp + 1);
-  }
-}
-
 bool choice_value(const Setting& s, std::string_view name, uint64_t* v) {
   if (s.parse_choice != nullptr) return s.parse_choice(name, v);
-  uint64_t i = 0;
-  bool found = false;
-  for_each_name(s.choices, [&](std::string_view n) {
-    if (!found && n == name) {
+  const std::vector<std::string_view> names = s.choice_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) {
       *v = i;
-      found = true;
+      return true;
     }
-    ++i;
-  });
-  return found;
+  }
+  return false;
 }
 
 }  // namespace
@@ -260,13 +249,23 @@ int Setting::from_number(double x, uint64_t* value, std::string* why) const {
   return 0;
 }
 
-std::string Setting::choice_name(uint64_t value) const {
-  std::string out;
-  for_each_name(choices, [&](std::string_view n) {
-    uint64_t v = 0;
-    if (out.empty() && choice_value(*this, n, &v) && v == value) out = n;
-  });
+std::vector<std::string_view> Setting::choice_names() const {
+  std::vector<std::string_view> out;
+  for (std::string_view list = choices; !list.empty();) {
+    const size_t sp = list.find(' ');
+    out.push_back(list.substr(0, sp));
+    if (sp == std::string_view::npos) break;
+    list.remove_prefix(sp + 1);
+  }
   return out;
+}
+
+std::string Setting::choice_name(uint64_t value) const {
+  for (std::string_view n : choice_names()) {
+    uint64_t v = 0;
+    if (choice_value(*this, n, &v) && v == value) return std::string(n);
+  }
+  return {};
 }
 
 std::string Setting::format(uint64_t value) const {
@@ -292,15 +291,12 @@ std::string Setting::default_text(FrontEnd f) const {
 std::string Setting::range_text() const {
   if (kind == SettingKind::kBool) return "true or false";
   if (kind == SettingKind::kChoice) {
+    const std::vector<std::string_view> names = choice_names();
     std::string out;
-    size_t n = 0;
-    for_each_name(choices, [&](std::string_view) { ++n; });
-    size_t i = 0;
-    for_each_name(choices, [&](std::string_view name) {
-      out += i == 0 ? "" : i + 1 == n ? " or " : ", ";
-      out += name;
-      ++i;
-    });
+    for (size_t i = 0; i < names.size(); ++i) {
+      out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+      out += names[i];
+    }
     return out;
   }
   return format(min) + " to " + format(max) + (unit.empty() ? "" : " (" + std::string(unit) + ")");

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tita/engine/engine.h"
 
@@ -82,8 +83,9 @@ struct Setting {
   std::string default_text(FrontEnd f) const;
   // "0 to 1000000 (us)", "true or false", "none, dscp or udp_sport".
   std::string range_text() const;
-  // The choice names, in order (kChoice).
+  // kChoice: the first name of a value ("" for none), and every name in order.
   std::string choice_name(uint64_t value) const;
+  std::vector<std::string_view> choice_names() const;
 };
 
 // Every engine setting, in the order front ends list them.
