@@ -101,7 +101,9 @@ const engine::Setting* engine_setting(std::string_view key) {
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> kSettings = [] {
     std::vector<Setting> out;
-    for (const OwnSetting& s : kOwnSettings) out.push_back({std::string(s.key), engine::env_variable(s.key), std::string(s.help)});
+    for (const OwnSetting& s : kOwnSettings) {
+      out.push_back({std::string(s.key), engine::env_variable(s.key), std::string(s.help)});
+    }
     for (const engine::Setting& s : engine::settings()) {
       if (!s.verbs) continue;
       out.push_back({std::string(s.name), engine::env_variable(s.name),
@@ -166,7 +168,6 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
     std::string why;
     if (s->parse(v, &x, &why) != 0) return bad(why);
     s->set(&c->engine, x);
-    c->max_qps = c->engine.max_qps;
   } else if (key == "engines") {
     if (!parse_uint(v, &c->engines, 1, 16)) return bad("must be 1 to 16");
   } else if (key == "link_wait_ms") {

@@ -45,8 +45,6 @@ struct Config {
   // doc/settings.md), each engine's config but for its address and port;
   // line_rate_bps 0: the port's speed.
   engine::EngineConfig engine = engine::defaults(engine::FrontEnd::kVerbs);
-  // engine.max_qps, kept in step by set(), for the device's queries that read it here.
-  uint32_t max_qps = engine.max_qps;
   uint32_t engines = 1;         // engines on the port, one queue pair, lock and thread each
   // How long the first ibv_open_device waits for the link to come up. A virtual
   // port's link comes up when its peer process attaches (vhost, memif), a NIC's
