@@ -57,8 +57,8 @@ void add_engine_flags(CLI::App& app, std::deque<EngineFlag>* flags) {
         break;
       case SettingKind::kTime:
       case SettingKind::kRate:
-        f.option = app.add_option(name, f.number, help)
-                       ->check(CLI::Range(static_cast<double>(s.min) / s.scale(), static_cast<double>(s.max) / s.scale()));
+        f.option = app.add_option(name, f.number, help);
+        f.option->check(CLI::Range(static_cast<double>(s.min) / s.scale(), static_cast<double>(s.max) / s.scale()));
         break;
     }
     f.option->default_str(s.format(s.default_for(engine::FrontEnd::kPerf)));

@@ -37,7 +37,8 @@ void Perf::serve() {
       for (const char* name : {"rate_gbps", "pace"}) {
         if (!hello.contains(name)) continue;
         const engine::Setting& s = *engine::find_setting(name);
-        const double x = s.kind == engine::SettingKind::kBool ? hello.at(name).get<bool>() : hello.at(name).get<double>();
+        const json& j = hello.at(name);
+        const double x = s.kind == engine::SettingKind::kBool ? j.get<bool>() : j.get<double>();
         uint64_t v = 0;
         if (s.from_number(x, &v, &err) != 0) die("the client's test: " + std::string(name) + ": " + err);
         s.set(&o_.engine, v);
