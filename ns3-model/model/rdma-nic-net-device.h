@@ -131,9 +131,9 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     void CreateEngine();
 
     // Attributes. The engine's (BaseRtt, AckReqEvery, MaxQps, DodgeField,
-    // SprayPaths, ...) are made from its settings table (tita/engine/settings.h)
+    // SprayPaths, ...) are made from its settings table (tita-engine-attributes.h)
     // and kept here, the engine's config but for address and rate.
-    friend class RdmaNicSettingAccessor;
+    static ::tita::engine::EngineConfig* SettingsOf(ObjectBase* object);
     ::tita::engine::EngineConfig m_settings;
     uint32_t m_cqEntries = 4096;
     uint32_t m_pathMtu = 1024;
