@@ -32,7 +32,8 @@ void Perf::drive() {
   if (oob_.connect_to(o_.client, o_.tcp_port, 60, &err) != 0) die(err);
   const json hello = {{"test", o_.test},         {"mode", o_.mode}, {"size", o_.size},
                       {"qps", o_.qps},           {"mtu", o_.mtu},   {"recovery", o_.recovery},
-                      {"tx_depth", o_.tx_depth}, {"rate_gbps", o_.rate_gbps}, {"pace", o_.pace},
+                      {"tx_depth", o_.tx_depth}, {"rate_gbps", static_cast<double>(o_.engine.line_rate_bps) / 1e9},
+                      {"pace", o_.engine.pace_line_rate},
                       {"check", o_.check},       {"info", local_info()}};
   if (oob_.send(hello, &err) != 0) die(err);
   json peer;

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 
 #include "tita/cc/cc.h"
-#include "tita/wire/dodge.h"
 
 namespace tita::perf {
 namespace {
@@ -21,7 +21,69 @@ const std::vector<uint32_t> kMtus = {256, 512, 1024, 2048, 4096};
 constexpr uint32_t kMaxSize = 1u << 30;
 constexpr uint32_t kMaxQps = 4096;
 constexpr uint32_t kMaxTxDepth = 8192;
-constexpr double kMaxRateGbps = 3200;
+
+// A flag made from an engine setting (tita/engine/settings.h): CLI11 reads it
+// into a value of its kind, checked against the row's range, and the row sets
+// it in the engine's config once the command line is read.
+struct EngineFlag {
+  const engine::Setting* row;
+  CLI::Option* option = nullptr;
+  bool on = false;
+  uint64_t count = 0;
+  double number = 0;
+  std::string text;
+};
+
+void add_engine_flags(CLI::App& app, std::deque<EngineFlag>* flags) {
+  using engine::SettingKind;
+  for (const engine::Setting& s : engine::settings()) {
+    if (s.flag.empty()) continue;
+    EngineFlag& f = flags->emplace_back(EngineFlag{&s});
+    const std::string name = "--" + std::string(s.flag);
+    const std::string help = std::string(s.help) + (s.unit.empty() ? "" : " (" + std::string(s.unit) + ")");
+    switch (s.kind) {
+      case SettingKind::kBool:
+        f.option = app.add_flag(name, f.on, help);
+        continue;  // a flag's default is its absence
+      case SettingKind::kChoice:
+        f.option = app.add_option(name, f.text, help)->check([row = &s](const std::string& v) {
+          uint64_t x;
+          std::string why;
+          return row->parse(v, &x, &why) == 0 ? std::string() : "not " + row->range_text();
+        });
+        break;
+      case SettingKind::kCount:
+        f.option = app.add_option(name, f.count, help)->check(CLI::Range(s.min, s.max));
+        break;
+      case SettingKind::kTime:
+      case SettingKind::kRate:
+        f.option = app.add_option(name, f.number, help);
+        f.option->check(CLI::Range(static_cast<double>(s.min) / s.scale(), static_cast<double>(s.max) / s.scale()));
+        break;
+    }
+    f.option->default_str(s.format(s.default_for(engine::FrontEnd::kPerf)));
+  }
+}
+
+// The flags given, into the engine's config. 0, or -EINVAL with *err.
+int apply_engine_flags(const std::deque<EngineFlag>& flags, engine::EngineConfig* cfg, std::string* err) {
+  for (const EngineFlag& f : flags) {
+    if (f.option->count() == 0) continue;
+    uint64_t v = 0;
+    std::string why;
+    const int rc = f.row->kind == engine::SettingKind::kBool    ? f.row->from_number(f.on ? 1 : 0, &v, &why)
+                   : f.row->kind == engine::SettingKind::kChoice ? f.row->parse(f.text, &v, &why)
+                   : f.row->kind == engine::SettingKind::kCount
+                       ? f.row->from_number(static_cast<double>(f.count), &v, &why)
+                       : f.row->from_number(f.number, &v, &why);
+    if (rc != 0) {
+      *err = "--" + std::string(f.row->flag) + ": " + why;
+      return rc;
+    }
+    f.row->set(cfg, v);
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -34,9 +96,6 @@ std::string check_test(const Options& o) {
   if (o.size < 1 || o.size > kMaxSize) return "size " + std::to_string(o.size) + " is not 1 to 2^30";
   if (o.qps < 1 || o.qps > kMaxQps) return std::to_string(o.qps) + " QPs is not 1 to 4096";
   if (o.tx_depth < 1 || o.tx_depth > kMaxTxDepth) return "tx depth " + std::to_string(o.tx_depth) + " is not 1 to 8192";
-  if (!(o.rate_gbps > 0 && o.rate_gbps <= kMaxRateGbps)) {
-    return "rate " + std::to_string(o.rate_gbps) + " Gb/s is not in (0, 3200]";
-  }
   return {};
 }
 
@@ -68,16 +127,11 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   app.add_option("--cc-param", o->cc_params, "name=value for the congestion control (repeatable)");
   app.add_option("--recovery", o->recovery, "gbn (go-back-N) or sr (selective repeat)")
       ->check(CLI::IsMember(kRecoveries));
-  app.add_option("--rate", o->rate_gbps, "NIC line rate in Gb/s (what congestion control starts from)")
-      ->check(CLI::PositiveNumber & CLI::Range(0.0, kMaxRateGbps));
+  std::deque<EngineFlag> engine_flags;
+  add_engine_flags(app, &engine_flags);
   app.add_option("--clients", o->clients, "server: serve this many clients at once (bandwidth tests)")
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--idle-sleep", o->idle_sleep, "sleep while there is nothing to do (processes sharing a core)");
-  app.add_option("--base-rtt-us", o->base_rtt_us, "base RTT congestion control assumes, in microseconds")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--pacing-slack-us", o->pacing_slack_us,
-                 "sending time a late poll may catch up, in microseconds (for processes that sleep)");
-  app.add_flag("--pace", o->pace, "pace at --rate even when uncongested (virtual ports take frames at any speed)");
   app.add_flag("--check", o->check, "verify every byte received");
   app.add_flag("--zero-copy", o->zero_copy, "send payload from registered memory without copying");
   app.add_flag("--json", o->json_out, "print the result as one JSON object");
@@ -89,25 +143,6 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   app.add_option("--series-interval-us", o->series_interval_us, "sampling interval for --series");
   app.add_option("--timeout", o->timeout, "local ACK timeout code (4.096 us * 2^code)")->check(CLI::Range(0, 31));
   app.add_option("--dscp", o->dscp, "DSCP of data packets")->check(CLI::Range(0, 63));
-  app.add_option("--ack-every", o->ack_req_every, "AckReq on every Nth packet (coalesced ACKs; INT algorithms always ask on every packet)")
-      ->check(CLI::Range(1u, 1024u))
-      ->capture_default_str();
-  app.add_option("--dodge", o->dodge, "Hash Dodging: none, udp_sport or dscp (the field a QP changes to leave a failed path)")
-      ->check([](const std::string& v) {
-        wire::DodgeField f;
-        return wire::parse_dodge_field(v, &f) ? std::string() : "not " + std::string(wire::kDodgeFieldNames);
-      });
-  app.add_option("--spray", o->spray, "multipath: spray each QP's packets over N entropy values of its UDP source "
-                 "port (2..16; needs --recovery sr)");
-  app.add_option("--spray-flowlet-us", o->spray_flowlet_us,
-                 "multipath: keep a QP's value until a gap this long in its sending (flowlets); 0: every packet")
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--spray-policy", o->spray_policy, "round_robin, reps or offset")
-      ->capture_default_str()
-      ->check([](const std::string& v) {
-        engine::SprayPolicy p;
-        return engine::parse_spray_policy(v, &p) ? std::string() : "not round_robin, reps or offset";
-      });
   app.add_flag("--arp", o->arp, "resolve the peer's MAC by ARP (as a kernel resolves a RoCE address), not from the "
                "out-of-band exchange");
   app.add_option("--peer-gid", o->peer_gid, "send to this IPv4 GID instead of the one the peer reports");
@@ -123,6 +158,10 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
     return app.exit(e);
   }
   o->mtu_given = app.count("--mtu") > 0;
+  if (apply_engine_flags(engine_flags, &o->engine, &err) != 0) {
+    std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
+    return 2;
+  }
   for (const std::string& path : o->cc_plugins) {
     if (tita::cc::load_plugin(path, &err) != 0) {
       std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
@@ -141,13 +180,8 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
     std::fprintf(stderr, "tita-perf: --series samples one engine's QPs: use it with --engines 1\n");
     return 2;
   }
-  if (o->spray != 0) {
-    engine::SprayConfig sc;
-    sc.paths = o->spray;
-    sc.flowlet_ns = static_cast<uint64_t>(o->spray_flowlet_us * 1e3);
-    engine::PathConfig pc;
-    wire::parse_dodge_field(o->dodge, &pc.field);  // checked by its option
-    if (engine::check_spray(sc, pc, &err) != 0) {
+  if (o->engine.spray.paths != 0) {
+    if (engine::check_spray(o->engine.spray, o->engine.path, &err) != 0) {
       std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
       return 2;
     }

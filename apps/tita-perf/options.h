@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tita/engine/engine.h"
+#include "tita/engine/settings.h"
 
 namespace tita::perf {
 
@@ -29,13 +30,13 @@ struct Options {
   std::vector<std::string> cc_params;
   std::vector<std::string> cc_plugins;
   std::string recovery = "gbn";
-  double rate_gbps = 100;
-  bool pace = false;
+  // The engine's settings tita-perf offers as flags (--rate, --pace, --base-rtt-us,
+  // --ack-every, --dodge, --spray...: tita/engine/settings.h, doc/settings.md);
+  // the rest at their defaults. A server takes its client's rate and pacing.
+  engine::EngineConfig engine = engine::defaults(engine::FrontEnd::kPerf);
   bool loopback = false;
   uint32_t clients = 1;       // server: how many clients to serve at once
   bool idle_sleep = false;    // sleep while the engine has nothing to do (processes sharing a core)
-  double base_rtt_us = 10;    // congestion control's base RTT
-  double pacing_slack_us = 0; // sending time a late poll may catch up
   bool quiet = false;  // no report (the in-process server of --loopback)
   uint16_t engines = 1;         // engines on the port, one per lcore and queue pair
   std::vector<unsigned> lcores;  // the lcores of engines 1..engines-1 (main() assigns them)
@@ -46,11 +47,6 @@ struct Options {
   double series_interval_us = 1000;
   uint8_t timeout = 14;
   uint8_t dscp = 26;
-  uint32_t ack_req_every = engine::EngineConfig{}.ack_req_every;
-  std::string dodge = "none";  // Hash Dodging: the field path control changes (doc/hash-dodging.md)
-  uint16_t spray = 0;          // multipath: entropy values per QP (doc/multipath.md); 0: one path
-  std::string spray_policy = "round_robin";
-  double spray_flowlet_us = 0;  // multipath: a value per flowlet (a gap this long starts one); 0: per packet
   bool mtu_given = false;      // server: its own --mtu, not the client's
   bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange
   std::string peer_gid;        // send to this GID instead of the one the peer reports
@@ -59,7 +55,7 @@ struct Options {
 };
 
 // Why a client's test cannot be served, or empty: the command line's limits
-// (test, mode, recovery, MTU, size, QPs, depth, rate).
+// (test, mode, recovery, MTU, size, QPs, depth; the rate is checked as it is read).
 std::string check_test(const Options& o);
 
 // tita-perf's own arguments (dpdk::split_args: after "--", or all of them

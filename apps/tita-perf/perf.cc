@@ -60,17 +60,8 @@ void Perf::setup_port() {
 void Perf::setup_engine() {
   uint32_t ip;
   if (!parse_ipv4(o_.ip, &ip)) die("--ip " + o_.ip + " is not an IPv4 address");
-  engine::EngineConfig cfg;
+  engine::EngineConfig cfg = o_.engine;  // the flags' settings, checked as they were read
   cfg.gid = wire::Gid::from_ipv4(ip);
-  cfg.line_rate_bps = static_cast<uint64_t>(o_.rate_gbps * 1e9);
-  cfg.ack_req_every = o_.ack_req_every;
-  cfg.pace_line_rate = o_.pace;
-  cfg.base_rtt_ns = static_cast<uint64_t>(o_.base_rtt_us * 1e3);
-  cfg.pacing_slack_ns = static_cast<uint64_t>(o_.pacing_slack_us * 1e3);
-  wire::parse_dodge_field(o_.dodge, &cfg.path.field);  // checked by the option
-  cfg.spray.paths = o_.spray;                           // checked with the options
-  cfg.spray.flowlet_ns = static_cast<uint64_t>(o_.spray_flowlet_us * 1e3);
-  engine::parse_spray_policy(o_.spray_policy, &cfg.spray.policy);
   if (!o_.mac.empty() && !parse_mac(o_.mac, cfg.mac)) die("--mac " + o_.mac + " is not a MAC address");
   lanes_ = std::vector<Lane>(o_.engines);
   std::vector<rte_ring*> inboxes;

@@ -33,8 +33,16 @@ void Perf::serve() {
       o_.tx_depth = hello.value("tx_depth", o_.tx_depth);
       if (!o_.mtu_given) o_.mtu = hello.value("mtu", o_.mtu);
       o_.recovery = hello.value("recovery", o_.recovery);
-      o_.rate_gbps = hello.value("rate_gbps", o_.rate_gbps);
-      o_.pace = hello.value("pace", o_.pace);
+      // Its line rate and pacing: engine settings, checked as the flags are.
+      for (const char* name : {"rate_gbps", "pace"}) {
+        if (!hello.contains(name)) continue;
+        const engine::Setting& s = *engine::find_setting(name);
+        const json& j = hello.at(name);
+        const double x = s.kind == engine::SettingKind::kBool ? j.get<bool>() : j.get<double>();
+        uint64_t v = 0;
+        if (s.from_number(x, &v, &err) != 0) die("the client's test: " + std::string(name) + ": " + err);
+        s.set(&o_.engine, v);
+      }
       if (const std::string why = check_test(o_); !why.empty()) die("the client's test: " + why);
       if (o_.clients > 1 && o_.mode == "lat") die("--clients > 1 serves bandwidth tests only");
       setup_resources();

@@ -1,13 +1,12 @@
 #include "rdma-nic-net-device.h"
 
+#include "tita-engine-attributes.h"
 #include "tita-frame.h"
 #include "tita-trace.h"
 
 #include "ns3/boolean.h"
-#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
-#include "ns3/string.h"
 #include "ns3/uinteger.h"
 #include "tita/wire/frame.h"
 #include "tita/wire/headers.h"
@@ -28,66 +27,11 @@ TypeId
 RdmaNicNetDevice::GetTypeId()
 {
     static TypeId tid =
-        TypeId("ns3::RdmaNicNetDevice")
-            .SetParent<TitaNetDevice>()
-            .SetGroupName("Tita")
-            .AddConstructor<RdmaNicNetDevice>()
-            .AddAttribute("BaseRtt",
-                          "Congestion control's base RTT (engine-wide: the helper sets the "
-                          "network's largest unloaded RTT, as the HPCC simulator does)",
-                          TimeValue(MicroSeconds(10)),
-                          MakeTimeAccessor(&RdmaNicNetDevice::m_baseRtt),
-                          MakeTimeChecker(NanoSeconds(1)))
-            .AddAttribute("ComputeIcrc",
-                          "Compute the ICRC of every frame sent (off: sent as 0, for speed)",
-                          BooleanValue(false),
-                          MakeBooleanAccessor(&RdmaNicNetDevice::m_computeIcrc),
-                          MakeBooleanChecker())
-            .AddAttribute("VerifyIcrc",
-                          "Check the ICRC of every frame received",
-                          BooleanValue(false),
-                          MakeBooleanAccessor(&RdmaNicNetDevice::m_verifyIcrc),
-                          MakeBooleanChecker())
-            .AddAttribute("Telemetry",
-                          "Telemetry trailers: COLLECT on data (INT, timestamps), ECHO on ACKs",
-                          BooleanValue(true),
-                          MakeBooleanAccessor(&RdmaNicNetDevice::m_telemetry),
-                          MakeBooleanChecker())
-            .AddAttribute("AckReqEvery",
-                          "AckReq on every Nth data packet (1: an ACK per packet)",
-                          UintegerValue(1),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_ackReqEvery),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("MaxQps",
-                          "QPs the engine can hold",
-                          UintegerValue(4096),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_maxQps),
-                          MakeUintegerChecker<uint32_t>(1, 1u << 24))
-            .AddAttribute("ControlRing",
-                          "ACK/NAK/CNP frames the engine keeps while the NIC has no room",
-                          UintegerValue(512),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_controlRing),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("OooSlots",
-                          "Selective repeat: out-of-order frames kept, engine-wide",
-                          UintegerValue(1024),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_oooSlots),
-                          MakeUintegerChecker<uint32_t>(0))
-            .AddAttribute("SrWindow",
-                          "Selective repeat: PSNs in flight per QP",
-                          UintegerValue(256),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_srWindow),
-                          MakeUintegerChecker<uint32_t>(64, 1024))
-            .AddAttribute("TimerSlotNs",
-                          "Engine timing wheel slot (deadlines stay exact; this sets the cost)",
-                          UintegerValue(2048),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_timerSlotNs),
-                          MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("TimerSlots",
-                          "Engine timing wheel slots (horizon = slots x slot)",
-                          UintegerValue(4096),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_timerSlots),
-                          MakeUintegerChecker<uint32_t>(64))
+        AddEngineAttributes(TypeId("ns3::RdmaNicNetDevice")
+                                .SetParent<TitaNetDevice>()
+                                .SetGroupName("Tita")
+                                .AddConstructor<RdmaNicNetDevice>(),
+                            &RdmaNicNetDevice::SettingsOf)
             .AddAttribute("CqEntries",
                           "Completion queue size",
                           UintegerValue(4096),
@@ -104,18 +48,6 @@ RdmaNicNetDevice::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&RdmaNicNetDevice::m_payloadSize),
                           MakeUintegerChecker<uint32_t>(0, 4096))
-            .AddAttribute("CongestionNotification",
-                          "How a receiver tells senders of CE marks: cnp (CNP packets, at most one "
-                          "per QP per CnpInterval) or ack (the ACK of each packet echoes its mark "
-                          "and acts as a CNP at the sender: the HPCC simulator's)",
-                          EnumValue(kCnp),
-                          MakeEnumAccessor(&RdmaNicNetDevice::m_notification),
-                          MakeEnumChecker(kCnp, "cnp", kAckEcho, "ack"))
-            .AddAttribute("CnpInterval",
-                          "Minimum time between two CNPs for one QP (0: a CNP for every CE-marked packet)",
-                          TimeValue(NanoSeconds(::tita::cc::NpParams{}.cnp_interval_ns)),
-                          MakeTimeAccessor(&RdmaNicNetDevice::m_cnpInterval),
-                          MakeTimeChecker(Time(0)))
             .AddAttribute("AckHighPriority",
                           "ACKs, NAKs and CNPs leave the NIC ahead of all data and are never held by "
                           "PFC (the HPCC simulator's ACK_HIGH_PRIO 1; their 802.1p priority, which "
@@ -153,60 +85,6 @@ RdmaNicNetDevice::GetTypeId()
                           UintegerValue(4),
                           MakeUintegerAccessor(&RdmaNicNetDevice::m_txRingFrames),
                           MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("DodgeField",
-                          "Hash Dodging: the header field a QP changes to move to another path: "
-                          "none (path control off), udp-sport, dscp",
-                          StringValue("none"),
-                          MakeStringAccessor(&RdmaNicNetDevice::m_dodgeField),
-                          MakeStringChecker())
-            .AddAttribute("DodgeMask",
-                          "Bits of the dodge field (0: 0x000f of the UDP source port, 0x07 of the DSCP)",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_dodgeMask),
-                          MakeUintegerChecker<uint16_t>())
-            .AddAttribute("SprayPaths",
-                          "Multipath: spray each QP's SEND/WRITE packets over this many entropy values "
-                          "of the UDP source port (2..16; 0: off; needs SelectiveRepeat)",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_sprayPaths),
-                          MakeUintegerChecker<uint16_t>())
-            .AddAttribute("SprayPolicy",
-                          "Multipath: round_robin, reps or offset",
-                          StringValue("round_robin"),
-                          MakeStringAccessor(&RdmaNicNetDevice::m_sprayPolicy),
-                          MakeStringChecker())
-            .AddAttribute("SprayFlowlet",
-                          "Multipath: change a QP's value only after a gap this long in its sending "
-                          "(flowlet switching; 0: every packet)",
-                          TimeValue(Seconds(0)),
-                          MakeTimeAccessor(&RdmaNicNetDevice::m_sprayFlowlet),
-                          MakeTimeChecker())
-            .AddAttribute("RepathTimeouts",
-                          "Move the path after this many consecutive RTOs (0: never)",
-                          UintegerValue(1),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_repathTimeouts),
-                          MakeUintegerChecker<uint32_t>())
-            .AddAttribute("StallRtts",
-                          "Move the path when nothing was delivered for this many RTTs (0: never)",
-                          UintegerValue(8),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_stallRtts),
-                          MakeUintegerChecker<uint32_t>())
-            .AddAttribute("StallMin",
-                          "The stall window is at least this long",
-                          TimeValue(MicroSeconds(40)),
-                          MakeTimeAccessor(&RdmaNicNetDevice::m_stallMin),
-                          MakeTimeChecker())
-            .AddAttribute("LossyRounds",
-                          "Move the path after this many consecutive rounds losing >= 0.5% (0: never)",
-                          UintegerValue(3),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_lossyRounds),
-                          MakeUintegerChecker<uint32_t>())
-            .AddAttribute("CollapsePermille",
-                          "Move the path when goodput falls below this fraction (per mille) of what "
-                          "congestion control allowed and the QP sent (0: never)",
-                          UintegerValue(100),
-                          MakeUintegerAccessor(&RdmaNicNetDevice::m_collapsePermille),
-                          MakeUintegerChecker<uint32_t>(0, 1000))
             .AddTraceSource("CcUpdate",
                             "Rate or window of a QP changed: qpn, rate (b/s), window (bytes)",
                             MakeNotifyingTraceSourceAccessor(&RdmaNicNetDevice::m_ccTrace, &RdmaNicNetDevice::OnCcTraceConnected),
@@ -230,9 +108,15 @@ RdmaNicNetDevice::GetTypeId()
     return tid;
 }
 
+::tita::engine::EngineConfig*
+RdmaNicNetDevice::SettingsOf(ObjectBase* object)
+{
+    auto* nic = dynamic_cast<RdmaNicNetDevice*>(object);
+    return nic != nullptr ? &nic->m_settings : nullptr;
+}
+
 RdmaNicNetDevice::RdmaNicNetDevice()
-    : m_baseRtt(MicroSeconds(10)),
-      m_wakeupEvent(Create<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>>(this)),
+    : m_wakeupEvent(Create<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>>(this)),
       m_rxBuffer(TitaFrame::kMaxFrameBytes),
       m_txScratch(TitaFrame::kMaxFrameBytes)
 {
@@ -281,35 +165,10 @@ RdmaNicNetDevice::GetEngine()
 void
 RdmaNicNetDevice::CreateEngine()
 {
-    eng::EngineConfig c;
+    eng::EngineConfig c = m_settings; // the attributes, checked as they were set
     m_address.CopyTo(c.mac);
     c.gid = ::tita::wire::Gid::from_ipv4(m_ipv4.Get());
     c.line_rate_bps = m_bps.GetBitRate();
-    c.base_rtt_ns = static_cast<uint64_t>(m_baseRtt.GetNanoSeconds());
-    c.compute_icrc = m_computeIcrc;
-    c.verify_icrc = m_verifyIcrc;
-    c.telemetry = m_telemetry;
-    c.ack_req_every = m_ackReqEvery;
-    c.max_qps = m_maxQps;
-    c.control_ring = m_controlRing;
-    c.ooo_slots = m_oooSlots;
-    c.sr_window = m_srWindow;
-    c.timer_slot_ns = m_timerSlotNs;
-    c.timer_slots = m_timerSlots;
-    c.np.cnp_interval_ns = static_cast<uint64_t>(m_cnpInterval.GetNanoSeconds());
-    c.np.ack_echo = m_notification == kAckEcho ? 1 : 0;
-    NS_ABORT_MSG_UNLESS(::tita::wire::parse_dodge_field(m_dodgeField, &c.path.field),
-                        "DodgeField '" << m_dodgeField << "' is not " << ::tita::wire::kDodgeFieldNames);
-    c.path.mask = m_dodgeMask;
-    c.path.timeouts = m_repathTimeouts;
-    c.path.stall_rtts = m_stallRtts;
-    c.path.stall_min_ns = static_cast<uint64_t>(m_stallMin.GetNanoSeconds());
-    c.path.lossy_rounds = m_lossyRounds;
-    c.path.collapse_permille = m_collapsePermille;
-    c.spray.paths = m_sprayPaths;
-    c.spray.flowlet_ns = static_cast<uint64_t>(m_sprayFlowlet.GetNanoSeconds());
-    NS_ABORT_MSG_UNLESS(eng::parse_spray_policy(m_sprayPolicy, &c.spray.policy),
-                        "SprayPolicy '" << m_sprayPolicy << "' is not round_robin, reps or offset");
     std::string sprayErr;
     NS_ABORT_MSG_IF(eng::check_spray(c.spray, c.path, &sprayErr) != 0, sprayErr);
     NS_ABORT_MSG_IF(c.spray.paths != 0 && !m_selectiveRepeat, "SprayPaths needs SelectiveRepeat");
@@ -326,7 +185,7 @@ RdmaNicNetDevice::CreateEngine()
                                             &m_mr);
     NS_ABORT_MSG_IF(mr != 0, "reg_phantom_mr: " << mr);
     NS_LOG_INFO("engine up: " << m_ipv4 << " " << m_address << " " << m_bps << " base RTT "
-                              << m_baseRtt);
+                              << NanoSeconds(c.base_rtt_ns));
 }
 
 void
@@ -526,7 +385,7 @@ RdmaNicNetDevice::Enqueue(const eng::TxFrame& f)
     else if (phantom && f.hdr_len <= TitaPacket::kHeadBytes && f.tail_len <= TitaPacket::kTailBytes)
     {
         const uint32_t payload = f.payload_len();
-        if (m_computeIcrc && payload > 0)
+        if (m_settings.compute_icrc && payload > 0)
         {
             // The engine leaves the ICRC of phantom payload at 0; the bytes are
             // known zeros, so the host fills it in for captures that check it.

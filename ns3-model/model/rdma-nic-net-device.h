@@ -130,28 +130,14 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     void TraceCc();
     void CreateEngine();
 
-    // Attributes
-    Time m_baseRtt;
-    bool m_computeIcrc = false;
-    bool m_verifyIcrc = false;
-    bool m_telemetry = true;
-    uint32_t m_ackReqEvery = 1;
-    uint32_t m_maxQps = 4096;
-    uint32_t m_controlRing = 512;
-    uint32_t m_oooSlots = 1024;
-    uint32_t m_srWindow = 256;
-    uint32_t m_timerSlotNs = 2048;
-    uint32_t m_timerSlots = 4096;
+    // Attributes. The engine's (BaseRtt, AckReqEvery, MaxQps, DodgeField,
+    // SprayPaths, ...) are made from its settings table (tita-engine-attributes.h)
+    // and kept here, the engine's config but for address and rate.
+    static ::tita::engine::EngineConfig* SettingsOf(ObjectBase* object);
+    ::tita::engine::EngineConfig m_settings;
     uint32_t m_cqEntries = 4096;
     uint32_t m_pathMtu = 1024;
     uint32_t m_payloadSize = 0;
-    Time m_cnpInterval;
-    enum Notification
-    {
-        kCnp,    ///< CNP packets, paced by CnpInterval
-        kAckEcho ///< CE echoed in the ACK of each packet (the HPCC simulator)
-    };
-    Notification m_notification = kCnp;
     bool m_ackHighPriority = false;
     uint8_t m_qpTimeout = 10;
     uint8_t m_retryCnt = 7;
@@ -159,17 +145,6 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint8_t m_priority = kDefaultPriority;
     bool m_vlan = true;
     uint32_t m_txRingFrames = 4;
-    // Path control (Hash Dodging, doc/hash-dodging.md)
-    std::string m_dodgeField = "none";
-    uint16_t m_dodgeMask = 0;
-    uint16_t m_sprayPaths = 0;
-    std::string m_sprayPolicy = "round_robin";
-    Time m_sprayFlowlet;
-    uint32_t m_repathTimeouts = 1;
-    uint32_t m_stallRtts = 8;
-    Time m_stallMin;
-    uint32_t m_lossyRounds = 3;
-    uint32_t m_collapsePermille = 100;
     static void OnPathChange(void* self, const ::tita::engine::PathEvent& e);
 
     Ipv4Address m_ipv4;

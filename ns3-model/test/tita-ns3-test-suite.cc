@@ -22,6 +22,7 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 #include "tita/cc/cc.h"
+#include "tita/engine/settings.h"
 #include "tita/wire/frame.h"
 
 #include "../../tests/cc/golden_trace.h"
@@ -425,6 +426,117 @@ class TitaNotificationTestCase : public TestCase
         NS_TEST_EXPECT_MSG_GT(every.cnpFrames, 2 * paced.cnpFrames, "interval 0 did not send more CNPs");
         NS_TEST_EXPECT_MSG_EQ(echo.cnpFrames, 0, "CNP frames in ack mode");
         NS_TEST_EXPECT_MSG_GT(echo.notifications, paced.notifications, "ACK echoes fewer than paced CNPs");
+    }
+};
+
+/**
+ * The engine's settings as the NIC's attributes (tita/engine/settings.h): every
+ * row with an ns-3 name is an attribute whose default is the row's ns-3
+ * default; the names and defaults are those the model had before the table
+ * (pinned here); a value set through each attribute reaches the engine's
+ * config; a choice takes every name its parser does and refuses others.
+ */
+class TitaEngineSettingsTestCase : public TestCase
+{
+  public:
+    TitaEngineSettingsTestCase()
+        : TestCase("engine settings are the NIC's attributes, with their names and defaults")
+    {
+    }
+
+  private:
+    // An ns-3 value's text, as the attribute's own checker writes it.
+    static std::string Text(const AttributeValue& v, Ptr<const AttributeChecker> c)
+    {
+        return v.SerializeToString(c);
+    }
+
+    void DoRun() override
+    {
+        namespace eng = ::tita::engine;
+        // The attributes before they were made from the table (--PrintAttributes).
+        const std::map<std::string, std::string> before = {
+            {"AckReqEvery", "1"},          {"BaseRtt", "+1e+07ps"},     {"CnpInterval", "+5e+07ps"},
+            {"CollapsePermille", "100"},   {"ComputeIcrc", "false"},    {"CongestionNotification", "cnp"},
+            {"ControlRing", "512"},        {"DodgeField", "none"},      {"DodgeMask", "0"},
+            {"LossyRounds", "3"},          {"MaxQps", "4096"},          {"OooSlots", "1024"},
+            {"RepathTimeouts", "1"},       {"SprayFlowlet", "+0ps"},    {"SprayPaths", "0"},
+            {"SprayPolicy", "round_robin"}, {"SrWindow", "256"},        {"StallMin", "+4e+07ps"},
+            {"StallRtts", "8"},            {"Telemetry", "true"},       {"TimerSlotNs", "2048"},
+            {"TimerSlots", "4096"},        {"VerifyIcrc", "false"}};
+        const TypeId tid = RdmaNicNetDevice::GetTypeId();
+        std::map<std::string, std::string> fromTable;
+        Ptr<RdmaNicNetDevice> nic = CreateObject<RdmaNicNetDevice>();
+        std::map<std::string, uint64_t> set;  // row name -> the value set through its attribute
+        for (const eng::Setting& row : eng::settings())
+        {
+            if (row.attribute.empty())
+            {
+                continue;
+            }
+            const std::string name(row.attribute);
+            TypeId::AttributeInformation info;
+            NS_TEST_ASSERT_MSG_EQ(tid.LookupAttributeByName(name, &info), true, name << " is no attribute");
+            fromTable[name] = Text(*info.initialValue, info.checker);
+            // The row's ns-3 default, in the row's own words, read by the checker.
+            const uint64_t d = row.default_for(eng::FrontEnd::kNs3);
+            std::string expected = row.format(d);
+            if (row.kind == eng::SettingKind::kTime)
+            {
+                expected = Text(TimeValue(NanoSeconds(d)), info.checker);
+            }
+            NS_TEST_EXPECT_MSG_EQ(fromTable[name], expected, name << ": not the row's ns-3 default");
+            // Another value: the least, or the next (spraying needs 2..16 paths).
+            uint64_t v = d != row.min ? row.min : row.min + 1;
+            if (row.kind == eng::SettingKind::kBool)
+            {
+                v = d == 0 ? 1 : 0;
+            }
+            else if (row.kind == eng::SettingKind::kChoice)
+            {
+                v = row.choice_name(d + 1).empty() ? 0 : d + 1;
+            }
+            else if (row.name == "spray_paths")
+            {
+                v = 4;
+            }
+            set[std::string(row.name)] = v;
+            const bool time = row.kind == eng::SettingKind::kTime;
+            nic->SetAttribute(name, StringValue(time ? std::to_string(v) + "ns" : row.format(v)));
+            StringValue back;
+            nic->GetAttribute(name, back);
+            const std::string want = time ? Text(TimeValue(NanoSeconds(v)), info.checker) : row.format(v);
+            NS_TEST_EXPECT_MSG_EQ(back.Get(), want, name << ": not read back");
+        }
+        NS_TEST_EXPECT_MSG_EQ(fromTable.size(), before.size(), "attributes added or lost");
+        for (const auto& [name, value] : before)
+        {
+            NS_TEST_EXPECT_MSG_EQ(fromTable.count(name), 1, name << " is gone");
+            NS_TEST_EXPECT_MSG_EQ(fromTable[name], value, name << ": its default changed");
+        }
+        // Each value reaches the engine (spraying also needs selective repeat).
+        nic->SetAttribute("SelectiveRepeat", BooleanValue(true));
+        const eng::EngineConfig& c = nic->GetEngine().config();
+        for (const eng::Setting& row : eng::settings())
+        {
+            if (!row.attribute.empty())
+            {
+                NS_TEST_EXPECT_MSG_EQ(row.get(c), set[std::string(row.name)], row.attribute << ": not the engine's");
+            }
+        }
+        nic->Dispose();
+        // A choice by any name its parser takes, and no other.
+        Ptr<RdmaNicNetDevice> other = CreateObject<RdmaNicNetDevice>();
+        other->SetAttribute("DodgeField", StringValue("udp-sport"));
+        NS_TEST_EXPECT_MSG_EQ(static_cast<int>(other->GetEngine().config().path.field),
+                              static_cast<int>(wire::DodgeField::kUdpSport),
+                              "DodgeField=udp-sport");
+        NS_TEST_EXPECT_MSG_EQ(other->SetAttributeFailSafe("DodgeField", StringValue("ecn")), false, "DodgeField=ecn");
+        NS_TEST_EXPECT_MSG_EQ(other->SetAttributeFailSafe("SrWindow", UintegerValue(2048)), false, "SrWindow=2048");
+        NS_TEST_EXPECT_MSG_EQ(Config::SetDefaultFailSafe("ns3::RdmaNicNetDevice::SprayPolicy", StringValue("random")),
+                              false,
+                              "SprayPolicy=random");
+        other->Dispose();
     }
 };
 
@@ -1144,6 +1256,7 @@ class TitaNs3TestSuite : public TestSuite
         AddTestCase(new TitaIncastFairnessTestCase("tita", true), TestCase::QUICK);
         AddTestCase(new TitaPfcNoLossTestCase, TestCase::QUICK);
         AddTestCase(new TitaNotificationTestCase, TestCase::QUICK);
+        AddTestCase(new TitaEngineSettingsTestCase, TestCase::QUICK);
         AddTestCase(new TitaAckPriorityTestCase, TestCase::QUICK);
         AddTestCase(new TitaClearRoutesTestCase, TestCase::QUICK);
         AddTestCase(new TitaIdealFctTestCase, TestCase::QUICK);

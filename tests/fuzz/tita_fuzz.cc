@@ -45,6 +45,7 @@
 #include "../../apps/tita-switch/config.h"
 #include "tita/cc/cc.h"
 #include "tita/engine/engine.h"
+#include "tita/engine/settings.h"
 #include "tita/fabric/edit.h"
 #include "tita/fabric/switch.h"
 #include "tita/verbs/config.h"
@@ -1129,7 +1130,14 @@ void verbs_config(const uint8_t* data, size_t size) {
   }
   if (refused(verbs::check(c, &err))) return;
   require(!c.ip.empty() && c.vdev.empty() != c.port.empty(), "a configuration accepted without an address or a port");
-  require(c.max_qps >= 1 && c.max_qps <= 65536 && c.memory_mb >= 64, "a setting accepted out of range");
+  require(c.memory_mb >= 64, "a setting accepted out of range");
+  // The engine's settings within their rows' ranges (tita/engine/settings.h),
+  // but for a default outside it (the rate, 0 until set: the port's speed).
+  for (const engine::Setting& s : engine::settings()) {
+    const uint64_t v = s.get(c.engine);
+    if (!s.verbs || s.kind == engine::SettingKind::kBool || v == s.default_for(engine::FrontEnd::kVerbs)) continue;
+    require(v >= s.min && v <= s.max, "an engine setting accepted out of range");
+  }
 }
 
 enum class Target { kUnset, kEngine, kApi, kSwitch, kSwitchConfig, kSwitchSet, kCcParams, kVerbsConfig };

@@ -1,3 +1,5 @@
+// The verbs layer's settings (config.h): its own and the engine's that it
+// offers, read from a JSON file and TITA_* variables and checked.
 #include "tita/verbs/config.h"
 #include "tita/wire/text.h"
 
@@ -35,17 +37,7 @@ bool parse_uint(std::string_view s, T* out, uint64_t min, uint64_t max) {
   return true;
 }
 
-bool parse_bool(std::string_view s, bool* out) {
-  if (s == "1" || s == "true" || s == "yes" || s == "on") {
-    *out = true;
-    return true;
-  }
-  if (s == "0" || s == "false" || s == "no" || s == "off") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
+using engine::parse_bool;
 
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
@@ -73,39 +65,52 @@ int add_neighbour(Config* c, std::string_view ip, std::string_view mac, const st
   return 0;
 }
 
+// The verbs layer's own settings; the engine's follow them (settings()).
+struct OwnSetting {
+  std::string_view key;
+  std::string_view help;
+};
+constexpr OwnSetting kOwnSettings[] = {
+    {"device", "device name in ibv_devices (default tita0)"},
+    {"vdev", "DPDK vdev to create, as EAL's --vdev takes it (net_vhost0,iface=/tmp/s)"},
+    {"port", "existing DPDK port instead: PCI address, name or number"},
+    {"ip", "IPv4 address of the device (GID index 0 is ::ffff:ip, RoCE v2)"},
+    {"mac", "source MAC (default: the port's)"},
+    {"eal", "extra EAL arguments, space separated"},
+    {"hugepages", "use hugepages (default false: EAL --no-huge)"},
+    {"memory_mb", "EAL memory with --no-huge (default 512)"},
+    {"cc_plugin", "shared objects with congestion-control plug-ins to load, space separated"},
+    {"cc", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita, or a plug-in's"},
+    {"cc_params", "its parameters, name=value, space separated"},
+    {"recovery", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
+    {"progress", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
+    {"engines", "engines on the port (default 1), each with its own queue pair, lock and thread; QPs go to them in turn"},
+    {"link_wait_ms", "how long opening the device waits for the link (default 30000)"},
+    {"neighbours", "static ARP entries: ip=mac,ip=mac (file: {\"ip\": \"mac\"})"},
+    {"log", "none, error (default), info or debug, on stderr"},
+};
+
+// An engine setting the verbs layer offers, by its key.
+const engine::Setting* engine_setting(std::string_view key) {
+  const engine::Setting* s = engine::find_setting(key);
+  return s != nullptr && s->verbs ? s : nullptr;
+}
+
 }  // namespace
 
 const std::vector<Setting>& settings() {
-  static const std::vector<Setting> kSettings = {
-      {"device", "TITA_DEVICE", "device name in ibv_devices (default tita0)"},
-      {"vdev", "TITA_VDEV", "DPDK vdev to create, as EAL's --vdev takes it (net_vhost0,iface=/tmp/s)"},
-      {"port", "TITA_PORT", "existing DPDK port instead: PCI address, name or number"},
-      {"ip", "TITA_IP", "IPv4 address of the device (GID index 0 is ::ffff:ip, RoCE v2)"},
-      {"mac", "TITA_MAC", "source MAC (default: the port's)"},
-      {"eal", "TITA_EAL", "extra EAL arguments, space separated"},
-      {"hugepages", "TITA_HUGEPAGES", "use hugepages (default false: EAL --no-huge)"},
-      {"memory_mb", "TITA_MEMORY_MB", "EAL memory with --no-huge (default 512)"},
-      {"cc_plugin", "TITA_CC_PLUGIN", "shared objects with congestion-control plug-ins to load, space separated"},
-      {"cc", "TITA_CC", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita, or a plug-in's"},
-      {"cc_params", "TITA_CC_PARAMS", "its parameters, name=value, space separated"},
-      {"recovery", "TITA_RECOVERY", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
-      {"progress", "TITA_PROGRESS", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
-      {"rate_gbps", "TITA_RATE_GBPS", "line rate congestion control assumes (default: the port's speed)"},
-      {"base_rtt_us", "TITA_BASE_RTT_US",
-       "unloaded RTT congestion control starts from (default 10; a slow peer such as rxe in a VM needs more)"},
-      {"pace", "TITA_PACE", "pace at the line rate, for ports that take frames faster than a wire"},
-      {"pacing_slack_us", "TITA_PACING_SLACK_US",
-       "with pace: sending time a late poll may catch up in one burst (default 0; a core shared with other "
-       "busy threads needs a few hundred)"},
-      {"max_qps", "TITA_MAX_QPS", "QPs the device holds (default 4096), per engine"},
-      {"engines", "TITA_ENGINES",
-       "engines on the port (default 1), each with its own queue pair, lock and thread; QPs go to them in turn"},
-      {"link_wait_ms", "TITA_LINK_WAIT_MS", "how long opening the device waits for the link (default 30000)"},
-      {"arp_retry_ms", "TITA_ARP_RETRY_MS", "between ARP requests (default 1000)"},
-      {"arp_tries", "TITA_ARP_TRIES", "ARP requests before a peer is unreachable (default 3)"},
-      {"neighbours", "TITA_NEIGHBOURS", "static ARP entries: ip=mac,ip=mac (file: {\"ip\": \"mac\"})"},
-      {"log", "TITA_LOG", "none, error (default), info or debug, on stderr"},
-  };
+  static const std::vector<Setting> kSettings = [] {
+    std::vector<Setting> out;
+    for (const OwnSetting& s : kOwnSettings) {
+      out.push_back({std::string(s.key), engine::env_variable(s.key), std::string(s.help)});
+    }
+    for (const engine::Setting& s : engine::settings()) {
+      if (!s.verbs) continue;
+      out.push_back({std::string(s.name), engine::env_variable(s.name),
+                     std::string(s.help) + " (default " + s.default_text(engine::FrontEnd::kVerbs) + ")"});
+    }
+    return out;
+  }();
   return kSettings;
 }
 
@@ -158,30 +163,15 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
     } else {
       return bad("must be busy or adaptive");
     }
-  } else if (key == "rate_gbps") {
-    char* end = nullptr;
-    const std::string s(v);
-    const double d = std::strtod(s.c_str(), &end);
-    if (end == s.c_str() || *end != '\0' || !(d >= 0.001 && d <= 3200)) {
-      return bad("must be a rate in Gb/s, 0.001 to 3200");
-    }
-    c->rate_gbps = d;
-  } else if (key == "base_rtt_us") {
-    if (!parse_uint(v, &c->base_rtt_us, 1, 1'000'000)) return bad("must be 1 to 1000000 (microseconds)");
-  } else if (key == "pace") {
-    if (!parse_bool(v, &c->pace)) return bad("must be true or false");
-  } else if (key == "pacing_slack_us") {
-    if (!parse_uint(v, &c->pacing_slack_us, 0, 1'000'000)) return bad("must be 0 to 1000000 (microseconds)");
-  } else if (key == "max_qps") {
-    if (!parse_uint(v, &c->max_qps, 1, 1 << 16)) return bad("must be 1 to 65536");
+  } else if (const engine::Setting* s = engine_setting(key); s != nullptr) {
+    uint64_t x = 0;
+    std::string why;
+    if (s->parse(v, &x, &why) != 0) return bad(why);
+    s->set(&c->engine, x);
   } else if (key == "engines") {
     if (!parse_uint(v, &c->engines, 1, 16)) return bad("must be 1 to 16");
   } else if (key == "link_wait_ms") {
     if (!parse_uint(v, &c->link_wait_ms, 0, 3'600'000)) return bad("must be 0 to 3600000");
-  } else if (key == "arp_retry_ms") {
-    if (!parse_uint(v, &c->arp_retry_ms, 1, 60'000)) return bad("must be 1 to 60000");
-  } else if (key == "arp_tries") {
-    if (!parse_uint(v, &c->arp_tries, 1, 100)) return bad("must be 1 to 100");
   } else if (key == "neighbours") {
     c->neighbours.clear();
     for (const std::string& e : split(v, ',')) {

@@ -250,20 +250,14 @@ int Device::attach(Context* c) {
     if (!port_.link_up()) log(Config::Log::kError, "%s: the link of %s is down", cfg_.device.c_str(), port_.name().c_str());
   }
   link_was_up_ = link_up();
-  engine::EngineConfig ec;
+  engine::EngineConfig ec = cfg_.engine;  // the settings, checked as they were read
   std::memcpy(ec.mac, mac_, 6);
   ec.gid = gid();
-  const uint32_t speed = port_.link_speed_mbps();
-  ec.line_rate_bps = cfg_.rate_gbps > 0 ? static_cast<uint64_t>(cfg_.rate_gbps * 1e9)
-                     : speed > 0       ? uint64_t{speed} * 1'000'000
-                                       : 100'000'000'000;
-  ec.base_rtt_ns = cfg_.base_rtt_us * 1000;
-  ec.pace_line_rate = cfg_.pace;
-  ec.pacing_slack_ns = cfg_.pacing_slack_us * 1000;
+  if (ec.line_rate_bps == 0) {  // rate_gbps unset: the port's speed
+    const uint32_t speed = port_.link_speed_mbps();
+    ec.line_rate_bps = speed > 0 ? uint64_t{speed} * 1'000'000 : engine::EngineConfig{}.line_rate_bps;
+  }
   ec.max_frame_bytes = port_.max_frame_bytes();
-  ec.max_qps = cfg_.max_qps;
-  ec.arp_retry_ns = uint64_t{cfg_.arp_retry_ms} * 1'000'000;
-  ec.arp_tries = cfg_.arp_tries;
   stop_ = false;
   next_link_check_ns_ = 0;
   for (auto& lane : lanes_) {

@@ -60,7 +60,7 @@ void fill_device_attr(Device* d, ibv_device_attr* a) {
   a->vendor_id = 0;
   a->vendor_part_id = 0;
   a->hw_ver = 0;
-  a->max_qp = static_cast<int>(d->config().max_qps);
+  a->max_qp = static_cast<int>(d->config().engine.max_qps);
   a->max_qp_wr = static_cast<int>(kMaxWr);
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT;
   a->max_sge = eng::kMaxSge;
@@ -70,7 +70,7 @@ void fill_device_attr(Device* d, ibv_device_attr* a) {
   a->max_mr = (1 << 24) - 1;
   a->max_pd = 1 << 24;
   a->max_qp_rd_atom = eng::kMaxRdAtomic;
-  a->max_res_rd_atom = static_cast<int>(eng::kMaxRdAtomic * d->config().max_qps);
+  a->max_res_rd_atom = static_cast<int>(eng::kMaxRdAtomic * d->config().engine.max_qps);
   a->max_qp_init_rd_atom = eng::kMaxRdAtomic;
   a->atomic_cap = IBV_ATOMIC_HCA;
   a->max_pkeys = 1;

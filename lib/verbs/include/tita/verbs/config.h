@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "tita/engine/settings.h"
+
 namespace tita::verbs {
 
 enum class Progress : uint8_t {
@@ -38,28 +40,27 @@ struct Config {
   std::vector<std::string> cc_plugins;  // loaded (cc::load_plugin) as they were set
   bool selective_repeat = false;  // recovery: "gbn" (false) or "sr"
   Progress progress = Progress::kBusy;
-  double rate_gbps = 0;           // the line rate congestion control assumes; 0: the port's speed
-  uint64_t base_rtt_us = 10;      // the unloaded RTT congestion control starts from
-  bool pace = false;              // pace at the line rate (ports that take frames faster than a wire)
-  uint64_t pacing_slack_us = 0;   // with pace: sending time a late poll may catch up
-  uint32_t max_qps = 4096;      // per engine
+  // The engine's settings the verbs layer offers (rate_gbps, base_rtt_us, pace,
+  // pacing_slack_us, max_qps, arp_retry_ms, arp_tries: tita/engine/settings.h,
+  // doc/settings.md), each engine's config but for its address and port;
+  // line_rate_bps 0: the port's speed.
+  engine::EngineConfig engine = engine::defaults(engine::FrontEnd::kVerbs);
   uint32_t engines = 1;         // engines on the port, one queue pair, lock and thread each
   // How long the first ibv_open_device waits for the link to come up. A virtual
   // port's link comes up when its peer process attaches (vhost, memif), a NIC's
   // after training; programs such as perftest refuse a port that is down.
   uint32_t link_wait_ms = 30'000;
-  uint32_t arp_retry_ms = 1000;
-  uint32_t arp_tries = 3;
   std::vector<std::pair<uint32_t, std::array<uint8_t, 6>>> neighbours;  // static ARP entries
   enum class Log : uint8_t { kNone, kError, kInfo, kDebug } log = Log::kError;
 };
 
 // One setting: its config-file key, its environment variable (TITA_ and the key
-// in capitals) and what it means.
+// in capitals) and what it means: the verbs layer's own, then the engine's
+// that it offers (engine::Setting::verbs), with their defaults.
 struct Setting {
-  std::string_view key;
-  std::string_view env;
-  std::string_view help;
+  std::string key;
+  std::string env;
+  std::string help;
 };
 const std::vector<Setting>& settings();
 
