@@ -3,6 +3,7 @@
 runs: the figures of doc/benchmarks.md ("DPDK").
 
     scripts/bench-dpdk.sh [--runs 3] [--seconds 3] [--grid]
+    scripts/bench-dpdk.sh --engines 1,2,4,8 [--runs 3] [--seconds 3]
 
 Each run measures, in this order:
   testpmd   64 B and 4 KB over net_ring (io forwarding around one ring port,
@@ -24,6 +25,15 @@ Every figure is printed per run, then as median [min, max] over the runs, and
 the ratios (tita / testpmd, tita / limit) are taken within each run.
 
 --grid also prints the older table: 64 B, 1 KB and 4 KB, 1 and 64 QPs.
+
+--engines LIST measures only how tita-perf scales with engines: --loopback
+with N engines a side (one lcore each, 2N lcores in all, a net_ring queue pair
+per engine), 64 QPs spread over the engines, 64 B and 4 KB WRITE. Per N: the
+rate, the rate per engine and the parallel efficiency, rate(N) / (N x rate(1))
+taken within each run. An N whose 2N lcores exceed the machine's CPUs is
+skipped with a line saying so (busy pollers sharing a core measure the
+scheduler). TITA_PERF and TITA_EAL_EXTRA (extra EAL arguments, e.g. "-d DIR"
+for a directory of DPDK drivers) let it run a tita-perf built elsewhere.
 """
 import argparse
 import json
@@ -35,9 +45,9 @@ import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-PERF = os.path.join(ROOT, "build", "apps", "tita-perf")
+PERF = os.environ.get("TITA_PERF") or os.path.join(ROOT, "build", "apps", "tita-perf")
 WIRE = os.path.join(ROOT, "build", "bench", "wire", "wire_bench")
-EAL = ["--no-huge", "-m", "1024", "--no-pci", "--log-level=*:error"]
+EAL = ["--no-huge", "-m", "1024", "--no-pci", "--log-level=*:error", *os.environ.get("TITA_EAL_EXTRA", "").split()]
 SOCK = "/tmp/tita-bench-vhost.sock"
 
 
@@ -84,8 +94,12 @@ def tita_json(text):
 
 
 def tita_ring(size, qps, secs, engines=1):
-    lcores = ["-l", "0,1"] if engines == 1 else ["--lcores", "0@0,1@1,2@0,3@1"]
-    r = tita_json(sh([PERF, *lcores, *EAL, "--file-prefix=tb-tr", "--", "--loopback", "--test", "write",
+    if 2 * engines <= (os.cpu_count() or 1):
+        lcores = ["-l", f"0-{2 * engines - 1}"]
+    else:  # time-shared: every engine's lcore on one of the first two CPUs
+        lcores = ["--lcores", ",".join(f"{k}@{k % 2}" for k in range(2 * engines))]
+    eal = [str(1024 * max(1, engines // 2)) if a == "1024" else a for a in EAL]  # memory grows with the engines
+    r = tita_json(sh([PERF, *lcores, *eal, "--file-prefix=tb-tr", "--", "--loopback", "--test", "write",
                       "--size", str(size), "--qps", str(qps), "--tx-depth", "32", "--duration", str(secs),
                       *(["--engines", str(engines)] if engines > 1 else []), "--json"], secs + 60))
     return r
@@ -133,18 +147,62 @@ def load():
     return open("/proc/loadavg").read().split()[0]
 
 
+def engines_sweep(counts, runs, secs):
+    """Rate against engines a side, per size; efficiency within each run."""
+    cpus = os.cpu_count() or 1
+    fit = [n for n in counts if 2 * n <= cpus]
+    for n in counts:
+        if n not in fit:
+            print(f"engines {n}: skipped, --loopback needs {2 * n} lcores and this machine has {cpus} CPUs")
+    table = {}
+    for run in range(runs):
+        for size in (64, 4096):
+            rates = {}
+            for n in fit:
+                t = tita_ring(size, 64, secs, engines=n)
+                rates[n] = t["pkt_rate_mpps"] if t else None
+            line = []
+            for n in fit:
+                r = rates[n]
+                eff = r / (n * rates[1]) if r and rates[1] else None
+                table.setdefault((size, n), []).append((r, r / n if r else None, eff))
+                line.append(f"{n}: {r:.3g} Mpps" + (f" (eff {eff:.2f})" if eff else "") if r else f"{n}: failed")
+            print(f"run {run + 1} {size} B (load {load()}): " + ", ".join(line))
+    print(f"\ntita-perf --loopback, WRITE, 64 QPs, median [min, max] of {runs} runs")
+    print("| size | engines a side | Mpps | Mpps per engine | Gb/s | efficiency |")
+    print("|---|---|---|---|---|---|")
+    for (size, n), v in sorted(table.items()):
+        rate = [x[0] for x in v]
+        gbps = [x[0] * size * 8 / 1e3 if x[0] else None for x in v]
+        print(f"| {size} B | {n} | {med(rate)} | {med([x[1] for x in v])} | {med(gbps)} | {med([x[2] for x in v])} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--grid", action="store_true", help="also the 64 B / 1 KB / 4 KB x 1 / 64 QPs table")
+    ap.add_argument("--engines", metavar="LIST", help="only the engines sweep, e.g. 1,2,4,8")
     a = ap.parse_args()
-    for f in (PERF, WIRE):
+    counts = []
+    if a.engines:
+        try:
+            counts = sorted({int(x) for x in a.engines.split(",")})
+        except ValueError:
+            sys.exit(f"bench-dpdk: --engines wants numbers separated by commas, not '{a.engines}'")
+        if not counts or min(counts) < 1:
+            sys.exit(f"bench-dpdk: --engines wants counts of 1 or more, not '{a.engines}'")
+        if 1 not in counts:
+            sys.exit("bench-dpdk: --engines needs 1 in the list (efficiency is against one engine)")
+    for f in (PERF,) if counts else (PERF, WIRE):
         if not os.access(f, os.X_OK):
             sys.exit(f"bench-dpdk: {f} is not built (scripts/build.sh)")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"{cpu}, {os.cpu_count()} CPUs; load {load()} at the start; {time.strftime('%Y-%m-%d %H:%M')}")
     s = a.seconds
+    if counts:
+        engines_sweep(counts, a.runs, s)
+        return
     keys = ["testpmd ring 64", "testpmd vhost 64", "testpmd ring 4096", "testpmd vhost 4096",
             "tita ring 64", "tita vhost 64", "tita ring 4096", "tita vhost 4096", "limit 4096",
             "tita ring 64, 1 engine", "tita ring 64, 2 engines",
