@@ -6,6 +6,6 @@
 # and retransmissions per algorithm and writes out/demo/incast.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
+scripts/setup.sh demo
+scripts/build.sh apps/tita-perf apps/tita-switch/tita-switch
 /usr/bin/python3 scripts/demo/incast.py build out/demo "$@"
