@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "tita/cc/cc.h"
-#include "tita/engine/engine.h"
+#include "tita/engine/types.h"
 #include "tita/engine/timing_wheel.h"
 #include "tita/wire/frame.h"
 #include "tita/wire/psn.h"
