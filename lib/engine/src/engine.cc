@@ -1004,16 +1004,6 @@ uint64_t Engine::next_wakeup_ns() const {
   return std::min(m.wheel.next_expiry_ns(), m.arp_deadline_ns);
 }
 
-// ---------------------------------------------------------------- frames
-
-namespace {
-// A sprayed frame's own UDP source port, in a header the template wrote.
-void set_udp_sport(const wire::HeaderTemplate& hdr, uint8_t* frame, uint16_t sport) {
-  frame[hdr.udp_offset()] = static_cast<uint8_t>(sport >> 8);
-  frame[hdr.udp_offset() + 1] = static_cast<uint8_t>(sport);
-}
-}  // namespace
-
 wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
   wire::PathFields f;
   const AhAttr& ah = qp.cold.attr.ah_attr;
@@ -1306,52 +1296,6 @@ void Engine::Impl::loop_deliver() {
 }
 
 // ---------------------------------------------------------------- out-of-order slots
-
-void Engine::Impl::ooo_reserve(Qp& qp) {
-  if (qp.resp.ooo_share) return;
-  qp.resp.ooo_share = true;
-  ooo_wanted += cfg.sr_window;
-  if (ooo_slot_bytes == 0) {
-    // A frame of the largest path MTU with every header, extension and trailer.
-    ooo_slot_bytes = cfg.max_frame_bytes != 0 ? cfg.max_frame_bytes
-                                              : wire::HeaderTemplate::kMaxFixedBytes + 32 + 4096 + 8 +
-                                                    wire::kMaxTelemetryBytes;
-  }
-  const uint64_t want = std::min<uint64_t>(ooo_wanted, cfg.ooo_slots);
-  if (ooo.size() >= want) return;
-  const size_t add = want - ooo.size();
-  uint8_t* arena = ooo_arenas.emplace_back(new uint8_t[add * ooo_slot_bytes]).get();
-  for (size_t i = 0; i < add; ++i) {
-    OooSlot& s = ooo.emplace_back();
-    s.frame = arena + i * ooo_slot_bytes;
-    s.next = ooo_free;
-    ooo_free = static_cast<uint32_t>(ooo.size() - 1);
-  }
-}
-
-uint32_t Engine::Impl::ooo_alloc() {
-  if (ooo_free == kNil) return kNil;
-  const uint32_t s = ooo_free;
-  ooo_free = ooo[s].next;
-  return s;
-}
-
-void Engine::Impl::ooo_release(uint32_t slot) {
-  ooo[slot].next = ooo_free;
-  ooo_free = slot;
-}
-
-void Engine::Impl::drop_ooo(Qp& qp) {
-  for (uint32_t s = qp.resp.ooo_head; s != kNil;) {
-    const uint32_t next = ooo[s].next;
-    ooo_release(s);
-    s = next;
-  }
-  qp.resp.ooo_head = kNil;
-  qp.resp.ooo_count = 0;
-  if (qp.resp.ooo_share) ooo_wanted -= cfg.sr_window;  // the slots stay in the pool, free
-  qp.resp.ooo_share = false;
-}
 
 // ---------------------------------------------------------------- introspection
 

@@ -108,6 +108,13 @@ struct Echo {
   uint16_t udp_sport = 0;
 };
 
+// A sprayed frame's own UDP source port, in a header the template wrote
+// (data frames and control frames alike).
+inline void set_udp_sport(const wire::HeaderTemplate& hdr, uint8_t* frame, uint16_t sport) {
+  frame[hdr.udp_offset()] = static_cast<uint8_t>(sport >> 8);
+  frame[hdr.udp_offset() + 1] = static_cast<uint8_t>(sport);
+}
+
 struct Engine::Impl {
   Impl(const EngineConfig& c, PacketIo* io);
 
