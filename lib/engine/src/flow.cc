@@ -44,6 +44,7 @@ int Engine::set_cc(uint32_t qp_num, std::string_view algorithm, std::span<const 
   m.reconsider(*qp);
   return 0;
 }
+
 void Engine::Impl::init_flow(Qp& qp) {
   qp.flow.init(*qp.cold.cc_params, {cfg.line_rate_bps, cfg.base_rtt_ns, qp.mtu()}, now_ns);
   set_ack_every(qp);

@@ -26,6 +26,7 @@ std::string_view to_string(QpState s) {
   }
   return "?";
 }
+
 namespace {
 
 bool valid_mtu(uint32_t mtu) { return mtu >= 256 && mtu <= 4096 && std::has_single_bit(mtu); }
@@ -323,6 +324,7 @@ int Engine::query_qp_init(uint32_t qp_num, QpInitAttr* attr) const {
   *attr = qp->cold.init;
   return 0;
 }
+
 void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
   if (qp.state == QpState::kError) return;
   qp.state = QpState::kError;
@@ -350,6 +352,7 @@ void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
   drop_ooo(qp);
   wheel.cancel(qp.index);
 }
+
 int connect_rc(Engine& eng, uint32_t qp_num, const QpAttr& attr, std::string* err) {
   constexpr QpState kSteps[] = {QpState::kInit, QpState::kRtr, QpState::kRts};
   constexpr uint32_t kMasks[] = {kQpToInitRequired, kQpToRtrRequired | kQpRecovery, kQpToRtsRequired};

@@ -41,6 +41,7 @@ std::string_view to_string(WcOpcode o) {
   }
   return "IBV_WC_?";
 }
+
 std::string_view to_string(EventKind k) {
   switch (k) {
     case EventKind::kCqNotify: return "completion";
@@ -52,6 +53,7 @@ std::string_view to_string(EventKind k) {
   }
   return "?";
 }
+
 Engine::Impl::Impl(const EngineConfig& c, PacketIo* io_)
     : cfg(c),
       io(io_),
@@ -271,6 +273,7 @@ Qp* Engine::Impl::qp_by_num(uint32_t qpn) {
   if (index >= qps.size() || !qps[index] || !qps[index]->valid) return nullptr;
   return qps[index].get();
 }
+
 int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
   Impl& m = *impl_;
   Qp* qp = m.qp_by_num(qp_num);
