@@ -124,32 +124,14 @@ std::string mask_names(uint32_t mask) {
 
 bool mac_zero(const uint8_t m[6]) { return (m[0] | m[1] | m[2] | m[3] | m[4] | m[5]) == 0; }
 
-}  // namespace
-
-uint32_t Engine::Impl::max_frame_for(const AhAttr& ah, uint32_t mtu) const {
-  const bool ipv4 = cfg.gid.is_ipv4() && ah.dgid.is_ipv4();
-  // The largest headers a payload-carrying packet has: RDMA WRITE Only with Immediate.
-  const uint32_t hdr = sizeof(wire::EthHdr) + (ah.vlan ? sizeof(wire::VlanTag) : 0) +
-                       (ipv4 ? sizeof(wire::Ipv4Hdr) : sizeof(wire::Ipv6Hdr)) + sizeof(wire::UdpHdr) +
-                       sizeof(wire::Bth) + wire::opcode_info(Opcode::kWriteOnlyImm).ext_bytes;
-  const uint32_t trailer = cfg.telemetry ? wire::telemetry_bytes(0) : 0;
-  return hdr + mtu + wire::kIcrcBytes + trailer;
-}
-
-int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::string* err) {
-  Impl& m = *impl_;
-  Qp* qp = m.qp_by_num(qp_num);
-  auto fail = [err](std::string msg, int rc = -EINVAL) {
-    if (err) *err = "modify_qp: " + std::move(msg);
+// The transition from -> to with the attributes in `mask`, against the table:
+// 0, or -errno and what is wrong in *why.
+int check_transition(QpState from, QpState to, uint32_t mask, std::string* why) {
+  auto fail = [why](std::string msg, int rc = -EINVAL) {
+    *why = std::move(msg);
     return rc;
   };
-  if (qp == nullptr) return fail("no QP " + std::to_string(qp_num));
-  const QpState from = qp->state;
-  const QpState to = (mask & kQpState) ? a.qp_state : from;
-  if (static_cast<int>(to) >= kQpStates) return fail("qp_state " + std::to_string(static_cast<int>(to)) + " is not a QP state");
   const std::string step = std::string(to_string(from)) + "->" + std::string(to_string(to));
-
-  // ---- the transition and its attributes, as the table has them
   const Transition& t = kTransitions[static_cast<int>(from)][static_cast<int>(to)];
   if (!t.valid) return fail("no transition " + step);
   if (to == QpState::kSqd || from == QpState::kSqd || from == QpState::kSqe) {
@@ -163,8 +145,28 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     return fail(step + " does not take " + mask_names(extra) +
                 (t.optional ? " (it accepts " + mask_names(t.optional) + ")" : ""));
   }
+  return 0;
+}
 
-  // ---- values
+}  // namespace
+
+uint32_t Engine::Impl::max_frame_for(const AhAttr& ah, uint32_t mtu) const {
+  const bool ipv4 = cfg.gid.is_ipv4() && ah.dgid.is_ipv4();
+  // The largest headers a payload-carrying packet has: RDMA WRITE Only with Immediate.
+  const uint32_t hdr = sizeof(wire::EthHdr) + (ah.vlan ? sizeof(wire::VlanTag) : 0) +
+                       (ipv4 ? sizeof(wire::Ipv4Hdr) : sizeof(wire::Ipv6Hdr)) + sizeof(wire::UdpHdr) +
+                       sizeof(wire::Bth) + wire::opcode_info(Opcode::kWriteOnlyImm).ext_bytes;
+  const uint32_t trailer = cfg.telemetry ? wire::telemetry_bytes(0) : 0;
+  return hdr + mtu + wire::kIcrcBytes + trailer;
+}
+
+// The values of the attributes in `mask` (the transition already checked):
+// 0, or -errno and what is wrong in *why.
+int Engine::Impl::check_qp_attr(QpState from, QpState to, const QpAttr& a, uint32_t mask, std::string* why) const {
+  auto fail = [why](std::string msg, int rc = -EINVAL) {
+    *why = std::move(msg);
+    return rc;
+  };
   if ((mask & kQpCurState) && a.cur_qp_state != from) {
     return fail("cur_qp_state " + std::string(to_string(a.cur_qp_state)) + " but the QP is " +
                 std::string(to_string(from)));
@@ -205,65 +207,126 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   if (mask & kQpAv) {
     const AhAttr& ah = a.ah_attr;
     if (ah.dgid == wire::Gid{}) return fail("ah_attr: the destination GID is zero");
-    if (mac_zero(ah.dmac) && !ah.dgid.is_ipv4() && !(ah.dgid == m.cfg.gid)) {
+    if (mac_zero(ah.dmac) && !ah.dgid.is_ipv4() && !(ah.dgid == cfg.gid)) {
       return fail("ah_attr: an IPv6 GID needs the peer's MAC (tita resolves IPv4-mapped GIDs by ARP only)");
     }
   }
-  if (to == QpState::kRtr && from == QpState::kInit && m.cfg.max_frame_bytes != 0) {
-    const uint32_t frame = m.max_frame_for(a.ah_attr, a.path_mtu);
-    if (frame > m.cfg.max_frame_bytes) {
+  if (to == QpState::kRtr && from == QpState::kInit && cfg.max_frame_bytes != 0) {
+    const uint32_t frame = max_frame_for(a.ah_attr, a.path_mtu);
+    if (frame > cfg.max_frame_bytes) {
       return fail("path_mtu " + std::to_string(a.path_mtu) + " needs frames of " + std::to_string(frame) +
-                  " bytes; the port carries at most " + std::to_string(m.cfg.max_frame_bytes));
+                  " bytes; the port carries at most " + std::to_string(cfg.max_frame_bytes));
     }
   }
+  return 0;
+}
 
-  // ---- apply
-  QpAttr& q = qp->cold.attr;
+// The attributes in `mask` into the QP, each with the state it starts (PSNs,
+// retry budgets, the full packet's payload).
+void Engine::Impl::apply_qp_attr(Qp& qp, const QpAttr& a, uint32_t mask) {
+  QpAttr& q = qp.cold.attr;
   if (mask & kQpAccessFlags) q.qp_access_flags = a.qp_access_flags;
   if (mask & kQpPkeyIndex) q.pkey_index = a.pkey_index;
   if (mask & kQpPort) q.port_num = a.port_num;
   if (mask & kQpPathMtu) {
     q.path_mtu = a.path_mtu;
     q.payload_bytes = a.payload_bytes;
-    qp->mtu_bytes = a.full_payload_bytes();
+    qp.mtu_bytes = a.full_payload_bytes();
   }
   if (mask & kQpAv) q.ah_attr = a.ah_attr;
   if (mask & kQpDestQpn) q.dest_qp_num = a.dest_qp_num;
   if (mask & kQpRqPsn) {
     q.rq_psn = a.rq_psn & wire::kPsnMask;
-    qp->resp.epsn = q.rq_psn;
+    qp.resp.epsn = q.rq_psn;
   }
   if (mask & kQpMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
   if (mask & kQpMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
   if (mask & kQpSqPsn) {
     q.sq_psn = a.sq_psn & wire::kPsnMask;
-    qp->comp.snd_una = qp->req.snd_nxt = qp->req.snd_max = q.sq_psn;
-    qp->comp.acked_psn = wire::psn_add(q.sq_psn, wire::kPsnMask);
+    qp.comp.snd_una = qp.req.snd_nxt = qp.req.snd_max = q.sq_psn;
+    qp.comp.acked_psn = wire::psn_add(q.sq_psn, wire::kPsnMask);
   }
   if (mask & kQpTimeout) q.timeout = a.timeout;
-  if (mask & kQpRetryCnt) q.retry_cnt = qp->comp.retry_left = a.retry_cnt;
-  if (mask & kQpRnrRetry) q.rnr_retry = qp->comp.rnr_left = a.rnr_retry;
+  if (mask & kQpRetryCnt) q.retry_cnt = qp.comp.retry_left = a.retry_cnt;
+  if (mask & kQpRnrRetry) q.rnr_retry = qp.comp.rnr_left = a.rnr_retry;
   if (mask & kQpMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
   if (mask & kQpRecovery) {
     q.recovery = a.recovery;
     q.peer_tita = a.peer_tita;
-    qp->sr = a.recovery == Recovery::kSelectiveRepeat;
+    qp.sr = a.recovery == Recovery::kSelectiveRepeat;
+  }
+}
+
+// INIT -> RTR: the QP learns its peer; headers, responder resources and the
+// out-of-order share follow from the attributes just applied.
+void Engine::Impl::qp_to_rtr(Qp& qp) {
+  const QpAttr& q = qp.cold.attr;
+  qp.cold.udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp.qpn, q.dest_qp_num);
+  qp.loopback = cfg.loopback && q.ah_attr.dgid == cfg.gid;
+  if (q.peer_tita) qp.peer_tita = true;
+  qp.state = QpState::kRtr;
+  resolve(qp);      // the peer's MAC: given, known, or asked for by ARP
+  path_at_rtr(qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
+  if (qp.cold.spray) spray_init(qp, qp.cold.spray->cfg);  // its values start from the port's
+  qp.cold.reads.assign(q.max_dest_rd_atomic, ReadJob{});
+  qp.cold.atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
+  qp.cold.atomic_next = 0;
+  init_flow(qp);
+  if (q.recovery == Recovery::kSelectiveRepeat) ooo_reserve(qp);
+}
+
+std::unique_ptr<Qp> Engine::Impl::new_qp(uint32_t index, uint32_t pd, const QpInitAttr& init, const QpSettings& s) {
+  auto qp = std::make_unique<Qp>();
+  qp->index = index;
+  qp->qpn = cfg.first_qpn + index;
+  qp->pd = pd;
+  qp->send_cq = init.send_cq;
+  qp->recv_cq = init.recv_cq;
+  qp->valid = true;
+  QpCold& c = qp->cold;
+  c.init = init;
+  c.sq_sig_all = init.sq_sig_all;
+  c.max_sge = static_cast<uint8_t>(init.max_sge);
+  // The rings hold one slot more than the QP holds (full and empty differ).
+  c.sq_ring.resize(init.max_send_wr + 1);
+  c.rq_ring.resize(init.max_recv_wr + 1);
+  qp->bind();
+  c.inline_buf.resize(size_t{qp->sq_size()} * init.max_inline_data);
+  const uint32_t words = cfg.sr_window / 64;
+  c.sacked.assign(words, 0);
+  c.retx.assign(words, 0);
+  c.retx_done.assign(words, 0);
+  c.cc_params = s.cc;
+  init_flow(*qp);
+  path_init(*qp, *s.path);
+  if (s.spray != nullptr) spray_init(*qp, *s.spray);
+  return qp;
+}
+
+int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::string* err) {
+  Impl& m = *impl_;
+  Qp* qp = m.qp_by_num(qp_num);
+  const QpState from = qp ? qp->state : QpState::kReset;
+  const QpState to = (mask & kQpState) ? a.qp_state : from;
+  std::string why;
+  int rc = 0;
+  if (qp == nullptr) {
+    why = "no QP " + std::to_string(qp_num);
+    rc = -EINVAL;
+  } else if (static_cast<int>(to) >= kQpStates) {
+    why = "qp_state " + std::to_string(static_cast<int>(to)) + " is not a QP state";
+    rc = -EINVAL;
+  } else {
+    rc = check_transition(from, to, mask, &why);
+    if (rc == 0) rc = m.check_qp_attr(from, to, a, mask, &why);
+  }
+  if (rc != 0) {
+    if (err) *err = "modify_qp: " + std::move(why);
+    return rc;
   }
 
-  if (to == QpState::kRtr && from == QpState::kInit) {
-    qp->cold.udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp->qpn, q.dest_qp_num);
-    qp->loopback = m.cfg.loopback && q.ah_attr.dgid == m.cfg.gid;
-    if (q.peer_tita) qp->peer_tita = true;
-    qp->state = QpState::kRtr;
-    m.resolve(*qp);      // the peer's MAC: given, known, or asked for by ARP
-    m.path_at_rtr(*qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
-    if (qp->cold.spray) m.spray_init(*qp, qp->cold.spray->cfg);  // its values start from the port's
-    qp->cold.reads.assign(q.max_dest_rd_atomic, ReadJob{});
-    qp->cold.atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
-    qp->cold.atomic_next = 0;
-    m.init_flow(*qp);
-    if (q.recovery == Recovery::kSelectiveRepeat) m.ooo_reserve(*qp);
-  }
+  m.apply_qp_attr(*qp, a, mask);
+  if (to == QpState::kRtr && from == QpState::kInit) m.qp_to_rtr(*qp);
   if (to == QpState::kError) {
     if (from != QpState::kError) {
       qp->state = QpState::kRts;  // to_error flushes from any live state
@@ -273,35 +336,17 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     return 0;
   }
   if (to == QpState::kReset) {
-    // Back to a fresh QP with the same number, queues and creation attributes;
-    // everything posted is gone without completions, as IBA's RESET says.
-    auto fresh = std::make_unique<Qp>();
-    std::swap(fresh->cold.sq_ring, qp->cold.sq_ring);
-    std::swap(fresh->cold.rq_ring, qp->cold.rq_ring);
-    fresh->bind();
-    std::swap(fresh->cold.sacked, qp->cold.sacked);
-    std::swap(fresh->cold.retx, qp->cold.retx);
-    std::swap(fresh->cold.retx_done, qp->cold.retx_done);
-    std::swap(fresh->cold.inline_buf, qp->cold.inline_buf);
-    std::fill(fresh->cold.sacked.begin(), fresh->cold.sacked.end(), 0);
-    std::fill(fresh->cold.retx.begin(), fresh->cold.retx.end(), 0);
-    std::fill(fresh->cold.retx_done.begin(), fresh->cold.retx_done.end(), 0);
+    // Back to a fresh QP with the same number, queues and creation attributes,
+    // made as create_qp makes one; everything posted is gone without
+    // completions, as IBA's RESET says. Its congestion control, path control
+    // and spraying configuration survive RESET, their state does not.
     m.drop_ooo(*qp);
     m.wheel.cancel(qp->index);
-    fresh->index = qp->index;
-    fresh->qpn = qp->qpn;
-    fresh->pd = qp->pd;
-    fresh->send_cq = qp->send_cq;
-    fresh->recv_cq = qp->recv_cq;
-    fresh->cold.sq_sig_all = qp->cold.sq_sig_all;
-    fresh->cold.max_sge = qp->cold.max_sge;
-    fresh->cold.init = qp->cold.init;
-    fresh->valid = true;
-    fresh->in_ready = qp->in_ready;
-    fresh->cold.cc_params = qp->cold.cc_params;
-    m.init_flow(*fresh);
-    m.path_init(*fresh, qp->cold.path ? qp->cold.path->cfg : PathConfig{});
-    if (qp->cold.spray) m.spray_init(*fresh, qp->cold.spray->cfg);  // configuration survives RESET, state does not
+    const PathConfig path_off;
+    auto fresh = m.new_qp(qp->index, qp->pd, qp->cold.init,
+                          {qp->cold.cc_params, qp->cold.path ? &qp->cold.path->cfg : &path_off,
+                           qp->cold.spray ? &qp->cold.spray->cfg : nullptr});
+    fresh->in_ready = qp->in_ready;  // an entry in the ready ring stays one (skipped while not RTS)
     m.qps[qp->index] = std::move(fresh);
     return 0;
   }

@@ -225,35 +225,15 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
     index = static_cast<uint32_t>(m.qps.size());
     m.qps.emplace_back();
   }
-  auto qp = std::make_unique<Qp>();
-  qp->index = index;
-  qp->qpn = m.cfg.first_qpn + index;
-  qp->pd = pd;
-  qp->send_cq = a.send_cq;
-  qp->recv_cq = a.recv_cq;
-  qp->cold.sq_sig_all = a.sq_sig_all;
-  qp->cold.max_sge = static_cast<uint8_t>(a.max_sge);
-  qp->valid = true;
-  // The rings hold one slot more than asked (full and empty differ); what the
-  // QP can hold is reported back, as a provider rounds ibv_qp_cap up.
-  qp->cold.sq_ring.resize(std::bit_ceil(a.max_send_wr + 1));
-  qp->cold.rq_ring.resize(std::bit_ceil(a.max_recv_wr + 1));
-  qp->bind();
-  a.max_send_wr = qp->sq_size() - 1;
-  a.max_recv_wr = qp->rq_size() - 1;
+  // The rings hold one slot more than the QP holds (full and empty differ);
+  // what it can hold is reported back, as a provider rounds ibv_qp_cap up.
+  a.max_send_wr = std::bit_ceil(a.max_send_wr + 1) - 1;
+  a.max_recv_wr = std::bit_ceil(a.max_recv_wr + 1) - 1;
   if (a.max_inline_data > 0) a.max_inline_data = (a.max_inline_data + 63) & ~63u;
-  qp->cold.init = a;
-  qp->cold.inline_buf.resize(size_t{qp->sq_size()} * a.max_inline_data);
-  const uint32_t words = m.cfg.sr_window / 64;
-  qp->cold.sacked.assign(words, 0);
-  qp->cold.retx.assign(words, 0);
-  qp->cold.retx_done.assign(words, 0);
-  qp->cold.cc_params = &m.cc_params.front().second;  // "none" until set_cc
-  m.init_flow(*qp);
-  m.path_init(*qp, m.cfg.path);
-  if (check_spray(m.cfg.spray, m.cfg.path, nullptr) == 0) m.spray_init(*qp, m.cfg.spray);
-  *qp_num = qp->qpn;
-  m.qps[index] = std::move(qp);
+  const SprayConfig* spray = check_spray(m.cfg.spray, m.cfg.path, nullptr) == 0 ? &m.cfg.spray : nullptr;
+  // Congestion control "none" until set_cc.
+  m.qps[index] = m.new_qp(index, pd, a, {&m.cc_params.front().second, &m.cfg.path, spray});
+  *qp_num = m.qps[index]->qpn;
   return 0;
 }
 
