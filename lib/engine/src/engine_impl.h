@@ -326,14 +326,15 @@ struct Engine::Impl {
   void finish_deferred_ack(Qp& qp);
   void fail_responder(Qp& qp, EventKind event);
 
-  // ---- path.cc (only while qp.path() is set, except path_init and path_at_rtr)
+  // ---- dodge.cc: path control, Hash Dodging (only while qp.path() is set, but path_init and path_at_rtr)
   void path_init(Qp& qp, const PathConfig& p);
   void path_at_rtr(Qp& qp);
   void path_on_send(Qp& qp, uint32_t payload_len);
   void path_on_progress(Qp& qp);
   void path_on_una(Qp& qp);  // snd_una moved: rounds and the throughput window
   void path_on_congestion(Qp& qp);
-  void path_on_rtt(Qp& qp, uint64_t rtt_ns);
+  // An ACK's sample: the path's RTT, and whether it says congested (CE, INT queues).
+  void path_on_sample(Qp& qp, const cc::AckSample& s);
   void path_on_timeout(Qp& qp);
   void path_check(Qp& qp);   // the stall deadline passed
   void path_follow(Qp& qp, const wire::Packet& request);
