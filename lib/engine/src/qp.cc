@@ -275,6 +275,8 @@ void Engine::Impl::qp_to_rtr(Qp& qp) {
   if (q.recovery == Recovery::kSelectiveRepeat) ooo_reserve(qp);
 }
 
+// The one constructor (engine_impl.h): identity, storage, then each part's
+// own reset.
 std::unique_ptr<Qp> Engine::Impl::new_qp(uint32_t index, uint32_t pd, const QpInitAttr& init, const QpSettings& s) {
   auto qp = std::make_unique<Qp>();
   qp->index = index;
@@ -346,7 +348,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     auto fresh = m.new_qp(qp->index, qp->pd, qp->cold.init,
                           {qp->cold.cc_params, qp->cold.path ? &qp->cold.path->cfg : &path_off,
                            qp->cold.spray ? &qp->cold.spray->cfg : nullptr});
-    fresh->in_ready = qp->in_ready;  // an entry in the ready ring stays one (skipped while not RTS)
+    fresh->in_ready = qp->in_ready;  // its entry in the ready ring stays (a turn before RTS sends nothing)
     m.qps[qp->index] = std::move(fresh);
     return 0;
   }
