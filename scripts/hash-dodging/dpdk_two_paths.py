@@ -153,7 +153,7 @@ def run(build, work, seconds, spray, link_gbps=None):
         time.sleep(0.5)
         # The link in use is the one that moved frames just now, and the QP's
         # path changes so far are not the fault's: on a starved machine a stall
-        # can move the QP before the fault (path.cc, kStall), and only the
+        # can move the QP before the fault (dodge.cc, kStall), and only the
         # changes after it are checked.
         with Telemetry(f"{tag}-tx") as tx_tel:
             result["path_changes_before"] = client_path_changes(tx_tel)

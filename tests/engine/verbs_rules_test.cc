@@ -174,6 +174,47 @@ TEST_F(Transitions, TransitionsThatDoNotExist) {
   EXPECT_EQ(state(), QpState::kReset);
 }
 
+// RESET makes the QP again the way create_qp made it: the same creation
+// attributes (queue sizes as rounded up), an empty send queue of the same
+// capacity, fresh counters, and its settings kept (congestion control, path
+// control).
+TEST_F(Transitions, ResetMakesTheQpAgainAsCreateQpDid) {
+  QpInitAttr init{.send_cq = cq, .recv_cq = cq, .max_send_wr = 5, .max_inline_data = 10};
+  uint32_t q;
+  ASSERT_EQ(eng->create_qp(pd, &init, &q), 0);
+  EXPECT_EQ(init.max_send_wr, 7u);       // a ring of 8
+  EXPECT_EQ(init.max_inline_data, 64u);  // whole 64-byte slots
+  ASSERT_EQ(eng->set_cc(q, "dcqcn", {}, &err), 0) << err;
+  ASSERT_EQ(eng->set_path_config(q, PathConfig{.field = wire::DodgeField::kUdpSport}, &err), 0) << err;
+  qpn = q;
+  up_to_rts();
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  const auto fill = [&] {
+    int posted = 0;
+    while (eng->post_send(q, &wr, nullptr) == 0) ++posted;
+    return posted;
+  };
+  EXPECT_EQ(fill(), 7);
+  ASSERT_EQ(eng->repath(q), 0);
+  ASSERT_EQ(to(QpState::kReset, 0), 0) << err;
+
+  QpInitAttr after;
+  ASSERT_EQ(eng->query_qp_init(q, &after), 0);
+  EXPECT_EQ(after.max_send_wr, 7u);
+  EXPECT_EQ(after.max_recv_wr, init.max_recv_wr);
+  EXPECT_EQ(after.max_inline_data, 64u);
+  QpInfo info;
+  ASSERT_EQ(eng->qp_info(q, &info), 0);
+  EXPECT_EQ(info.state, QpState::kReset);
+  EXPECT_EQ(info.send_queue_depth, 0u);
+  EXPECT_EQ(info.cc, "dcqcn");
+  up_to_rts();
+  EXPECT_EQ(fill(), 7);  // the same capacity, nothing left of the first life
+  EXPECT_EQ(eng->repath(q), 0);  // path control still on (off: -EINVAL)
+  EXPECT_EQ(eng->qp_counters(q)->path_changes, 1u);  // counters start again
+}
+
 TEST_F(Transitions, ValuesAreCheckedToo) {
   a.pkey_index = 1;
   EXPECT_EQ(to(QpState::kInit, kQpToInitRequired), -EINVAL);

@@ -139,18 +139,10 @@ struct Completer {
       ++qp.cold.counters.rtt_samples;
       qp.cold.counters.last_rtt_ns = s.rtt_ns;
       qp.cold.counters.int_records_received += s.n_hops;
-      if (qp.cold.path) {
-        m.path_on_rtt(qp, s.rtt_ns);
-        bool queued = s.ce_packets > 0;
-        for (int i = 0; i < s.n_hops; ++i) queued |= s.hops[i].qlen_bytes >= qp.cold.path->cfg.int_queue_bytes;
-        if (queued) m.path_on_congestion(qp);
-      }
+      if (qp.cold.path) m.path_on_sample(qp, s);
     }
     qp.flow.on_ack(m.now_ns, s);
-    if (cc::np_ack_is_cnp(m.cfg.np, s)) [[unlikely]] {
-      ++qp.cold.counters.cnps_received;
-      qp.flow.on_cnp(m.now_ns);
-    }
+    if (cc::np_ack_is_cnp(m.cfg.np, s)) [[unlikely]] m.on_cnp(qp);  // CE echoed in an ACK: a CNP
   }
 
   // The send WR holding psn (for NAK errors), or the oldest.

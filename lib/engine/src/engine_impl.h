@@ -1,6 +1,7 @@
 // The engine-wide state (resources, the scheduler, the transmit burst, the
 // control ring, the out-of-order pool) and the functions of each role, grouped
-// by the file that runs them. A QP's own state, split by role, is in qp.h.
+// by the file that runs them (doc/architecture.md lists which rule is where).
+// A QP's own state, split by role, is in qp.h.
 #pragma once
 
 #include <algorithm>
@@ -108,6 +109,13 @@ struct Echo {
   uint16_t udp_sport = 0;
 };
 
+// A sprayed frame's own UDP source port, in a header the template wrote
+// (data frames and control frames alike).
+inline void set_udp_sport(const wire::HeaderTemplate& hdr, uint8_t* frame, uint16_t sport) {
+  frame[hdr.udp_offset()] = static_cast<uint8_t>(sport >> 8);
+  frame[hdr.udp_offset() + 1] = static_cast<uint8_t>(sport);
+}
+
 struct Engine::Impl {
   Impl(const EngineConfig& c, PacketIo* io);
 
@@ -168,7 +176,7 @@ struct Engine::Impl {
     tx_count = 0;
   }
 
-  // ---- engine.cc: objects, dispatch, scheduling, frames (the engine-wide parts)
+  // ---- verbs.cc: resources, posting, completions
   Qp* qp_by_num(uint32_t qpn);
   const Mr* mr_by_key(uint32_t key) const {
     const uint32_t index = key >> 8;
@@ -187,19 +195,48 @@ struct Engine::Impl {
     if (!cq_errors.empty()) [[unlikely]] fail_cq_qps();
   }
   void fail_cq_qps();
-  void receive_frame(const uint8_t* frame, uint32_t len);
+
+  // ---- qp.cc: the QP state machine
+  // What a QP keeps across RESET besides its number, PD, CQs and creation
+  // attributes: its congestion control's parameters, its path control and
+  // spraying configuration (spray nullptr: off).
+  struct QpSettings {
+    const cc::Params* cc = nullptr;
+    const PathConfig* path = nullptr;
+    const SprayConfig* spray = nullptr;
+  };
+  // The one way a QP is made, by create_qp and again by RESET: every part
+  // fresh, its storage sized from `init` (as create_qp settled it), each
+  // part's own reset run (init_flow, path_init, spray_init).
+  std::unique_ptr<Qp> new_qp(uint32_t index, uint32_t pd, const QpInitAttr& init, const QpSettings& s);
+  // modify_qp's steps: the attribute values checked (after the transition
+  // table), applied, and INIT -> RTR's actions.
+  int check_qp_attr(QpState from, QpState to, const QpAttr& a, uint32_t mask, std::string* why) const;
+  void apply_qp_attr(Qp& qp, const QpAttr& a, uint32_t mask);
+  void qp_to_rtr(Qp& qp);
   // Moves the QP to ERROR: the WR at `failed` (default: the oldest) completes with
   // status, every other outstanding WR and every receive is flushed.
   void to_error(Qp& qp, WcStatus status, uint32_t failed = kNil);
-  void reconsider(Qp& qp);
+  // Largest frame a QP sends at path MTU `mtu` (for EngineConfig::max_frame_bytes).
+  uint32_t max_frame_for(const AhAttr& ah, uint32_t mtu) const;
+
+  // ---- flow.cc: a QP's congestion control
   // (Re)starts the QP's congestion control on its parameters, and the ACK
   // rate the algorithm needs.
   void init_flow(Qp& qp);
   void set_ack_every(Qp& qp);  // the AckReq rate the QP's algorithm (and spraying) needs
+
+  // ---- receive.cc: receive dispatch
+  void receive_frame(const uint8_t* frame, uint32_t len);
+
+  // ---- scheduler.cc: the ready ring and the timing wheel
+  void reconsider(Qp& qp);
   void make_ready(Qp& qp);
   void wake(Qp& qp);
   // One turn of a ready QP: READ responses it owes first, then its requests.
   bool send_turn(Qp& qp);
+
+  // ---- transmit.cc: data frames out
   wire::PathFields path_fields(const Qp& qp) const { return path_fields(qp, qp.path() ? qp.path()->dodge : 0); }
   // The QP's path fields with `dodge` in its dodge field (path control on).
   wire::PathFields path_fields(const Qp& qp, uint16_t dodge) const;
@@ -208,6 +245,8 @@ struct Engine::Impl {
   // `udp_sport`: the UDP source port instead of the template's (spraying); 0: the template's.
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
                       uint32_t payload_len, bool phantom, bool collect, uint16_t udp_sport = 0);
+
+  // ---- control_frames.cc: ACKs, NAKs and CNPs
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
   // What queue_control did with a frame.
   enum class Queued : uint8_t { kNew, kMerged, kDropped };
@@ -222,18 +261,20 @@ struct Engine::Impl {
   void build_control(ControlFrame& c, const wire::HeaderTemplate& hdr, const wire::TransportFields& t,
                      const EchoCopy* echo);
   void flush_control();
-  // The internal loop: a whole frame to ourselves, and delivering what is on it.
+
+  // ---- loopback.cc: the internal loop, a whole frame to ourselves, and delivering what is on it
   bool loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::Segment* payload, uint32_t n_payload,
                  const uint8_t* tail, uint32_t tail_len);
   void loop_deliver();
-  // Largest frame a QP sends at path MTU `mtu` (for EngineConfig::max_frame_bytes).
-  uint32_t max_frame_for(const AhAttr& ah, uint32_t mtu) const;
+
   // ---- neighbour.cc (ARP)
   void resolve(Qp& qp);  // at RTR: the AV's MAC from the table, or asked for
   void on_arp(const uint8_t* frame, uint32_t len);
   void arp_tick();       // arp_deadline_ns passed: ask again or give up
   void learn(uint32_t ipv4, const uint8_t mac[6], bool permanent);
   void send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8_t target_mac[6], uint32_t target_ip);
+
+  // ---- ooo_pool.cc: the out-of-order pool
   // The pool grows to sr_window slots per selective-repeat QP (at most
   // ooo_slots) when a QP reaches RTR; drop_ooo() gives the QP's share back.
   void ooo_reserve(Qp& qp);
@@ -285,14 +326,15 @@ struct Engine::Impl {
   void finish_deferred_ack(Qp& qp);
   void fail_responder(Qp& qp, EventKind event);
 
-  // ---- path.cc (only while qp.path() is set, except path_init and path_at_rtr)
+  // ---- dodge.cc: path control, Hash Dodging (only while qp.path() is set, but path_init and path_at_rtr)
   void path_init(Qp& qp, const PathConfig& p);
   void path_at_rtr(Qp& qp);
   void path_on_send(Qp& qp, uint32_t payload_len);
   void path_on_progress(Qp& qp);
   void path_on_una(Qp& qp);  // snd_una moved: rounds and the throughput window
   void path_on_congestion(Qp& qp);
-  void path_on_rtt(Qp& qp, uint64_t rtt_ns);
+  // An ACK's sample: the path's RTT, and whether it says congested (CE, INT queues).
+  void path_on_sample(Qp& qp, const cc::AckSample& s);
   void path_on_timeout(Qp& qp);
   void path_check(Qp& qp);   // the stall deadline passed
   void path_follow(Qp& qp, const wire::Packet& request);

@@ -13,7 +13,7 @@
 //   cold   what the data path reads but does not write per packet, or
 //          touches only on rare events: attributes, header templates,
 //          counters, the storage behind the queues, path control and
-//          spraying (path.cc, spray.cc).
+//          spraying (dodge.cc, spray.cc).
 //
 // Each role writes its own part. A role that needs another to act calls the
 // owner's function (the completer asks the requester to rewind() or to
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "tita/cc/cc.h"
-#include "tita/engine/engine.h"
+#include "tita/engine/types.h"
 #include "tita/engine/timing_wheel.h"
 #include "tita/wire/frame.h"
 #include "tita/wire/psn.h"
@@ -100,7 +100,7 @@ struct AtomicResult {
 // Where a multi-packet request message stands at the responder.
 enum class InMessage : uint8_t { kNone, kSend, kWrite };
 
-// Path control (Hash Dodging, path.cc): the dodge values in use and what the
+// Path control (Hash Dodging, dodge.cc): the dodge values in use and what the
 // detection rules have seen.
 struct PathState {
   PathConfig cfg;

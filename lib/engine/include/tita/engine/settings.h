@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tita/engine/engine.h"
+#include "tita/engine/types.h"
 
 namespace tita::engine {
 

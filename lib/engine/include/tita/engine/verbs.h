@@ -217,7 +217,7 @@ enum QpAttrMask : uint32_t {
 
 // What each RC transition requires, as the IBA (11.2.4.2) and Linux's
 // qp_state_table say; modify_qp checks every call against the whole table
-// (required and optional attributes of each transition, engine.cc).
+// (required and optional attributes of each transition, qp.cc).
 inline constexpr uint32_t kQpToInitRequired = kQpPkeyIndex | kQpPort | kQpAccessFlags;
 inline constexpr uint32_t kQpToRtrRequired =
     kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer;

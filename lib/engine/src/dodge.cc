@@ -197,8 +197,13 @@ void Engine::Impl::path_on_congestion(Qp& qp) {
   p.win_congested = true;
 }
 
-void Engine::Impl::path_on_rtt(Qp& qp, uint64_t rtt_ns) {
+// An ACK's sample (RTT, CE echoed, INT hops): the RTT for the stall and
+// throughput rules' time scale and for the spurious-stall test; and what says
+// the path is congested rather than failed (path control's rule, not the
+// algorithm's): a CE mark echoed, or an INT hop with int_queue_bytes queued.
+void Engine::Impl::path_on_sample(Qp& qp, const cc::AckSample& s) {
   PathState& p = *qp.cold.path;
+  const uint64_t rtt_ns = s.rtt_ns;
   p.srtt_ns = p.srtt_ns == 0 ? rtt_ns : p.srtt_ns - p.srtt_ns / 8 + rtt_ns / 8;
   if (p.stall_open) {
     // The first sample after a stall repath: was its packet sent before it?
@@ -208,6 +213,9 @@ void Engine::Impl::path_on_rtt(Qp& qp, uint64_t rtt_ns) {
       p.patience = static_cast<uint8_t>(std::min<uint32_t>(p.patience + 1u, kMaxPatience));
     }
   }
+  bool queued = s.ce_packets > 0;
+  for (int i = 0; i < s.n_hops; ++i) queued |= s.hops[i].qlen_bytes >= p.cfg.int_queue_bytes;
+  if (queued) path_on_congestion(qp);
 }
 
 void Engine::Impl::path_on_timeout(Qp& qp) {
