@@ -188,15 +188,19 @@ TitaFlowManager::SendMessage(uint32_t src,
                              uint64_t bytes,
                              int32_t group,
                              int32_t step,
+                             uint16_t channel,
                              Done onSent,
                              Done onReceived)
 {
     NS_ABORT_MSG_IF(bytes > 0x7fffffffULL, "messages above 2 GiB are not supported (one WR)");
-    const uint64_t key = uint64_t{src} << 32 | dst;
+    NS_ABORT_MSG_IF(src >= (1U << 24) || dst >= (1U << 24), "host index above 2^24");
+    const uint64_t key = uint64_t{src} << 40 | uint64_t{dst} << 16 | channel;
     auto it = m_connections.find(key);
     if (it == m_connections.end())
     {
         Connection c;
+        c.src = src;
+        c.dst = dst;
         std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst);
         it = m_connections.emplace(key, c).first;
     }
@@ -270,7 +274,7 @@ TitaFlowManager::SumConnections(uint64_t eng::QpCounters::*field, bool receiver)
     uint64_t n = 0;
     for (const auto& [key, c] : m_connections)
     {
-        const auto host = static_cast<uint32_t>(receiver ? key & 0xffffffff : key >> 32);
+        const uint32_t host = receiver ? c.dst : c.src;
         if (const auto* q = m_net->GetNic(host)->GetEngine().qp_counters(receiver ? c.dstQpn : c.srcQpn))
         {
             n += q->*field;

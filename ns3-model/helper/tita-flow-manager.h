@@ -75,13 +75,15 @@ class TitaFlowManager : public Object
 
     /// Starts a flow now; done (may be empty) runs at its completion. Returns its id.
     uint32_t StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done = {});
-    /// Sends a message now over the (src, dst) connection; onSent at the sender's
-    /// completion, onReceived at the receiver's (when all the data is there).
+    /// Sends a message now over the (src, dst, channel) connection (one QP pair
+    /// each: NCCL's channels); onSent at the sender's completion, onReceived at
+    /// the receiver's (when all the data is there).
     uint32_t SendMessage(uint32_t src,
                          uint32_t dst,
                          uint64_t bytes,
                          int32_t group,
                          int32_t step,
+                         uint16_t channel,
                          Done onSent,
                          Done onReceived);
 
@@ -139,6 +141,8 @@ class TitaFlowManager : public Object
     };
     struct Connection
     {
+        uint32_t src = 0; ///< host indices
+        uint32_t dst = 0;
         uint32_t srcQpn = 0;
         uint32_t dstQpn = 0;
     };
