@@ -1,10 +1,17 @@
-// TestSuite "tita-training": SimAI/AICB workload files (tita-training-file.h):
-// layout, groups, units, and malformed files.
+// TestSuite "tita-training": SimAI/AICB workload files (tita-training-file.h)
+// and training iterations through tita-sim's scenario (tita-training.h,
+// doc/training.md): the bytes every GPU receives, the iteration time against
+// its analytical bound, overlap, and malformed files.
+#include "tita-scenario.h"
 #include "tita-spec.h"
 #include "tita-training-file.h"
 
+#include "ns3/simulator.h"
 #include "ns3/test.h"
 
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace ns3;
@@ -12,7 +19,61 @@ using namespace ns3;
 namespace
 {
 
+std::string
+ReadAll(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<std::vector<std::string>>
+Rows(const std::string& path)
+{
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream in(ReadAll(path));
+    std::string line;
+    std::getline(in, line); // header
+    while (std::getline(in, line))
+    {
+        rows.push_back(TitaSpec::SplitList(line, ',', true));
+    }
+    return rows;
+}
+
 const std::string kData = TITA_DATA_DIR "/training/";
+const std::string kTopo = "multirail:blocks=1,servers=2,gpus=8,spines=2,nvlink=1";
+
+// Runs a training spec on 2 servers x 8 GPUs; the output directory.
+std::string
+RunTraining(const std::string& workload, const std::string& name, std::string* said)
+{
+    TitaScenarioConfig cfg;
+    cfg.topo = kTopo;
+    cfg.workload = workload;
+    cfg.progress = 0;
+    cfg.qlenInterval = "0s";
+    cfg.outDir = (std::filesystem::temp_directory_path() / ("tita-training-" + name)).string();
+    std::filesystem::remove_all(cfg.outDir);
+    std::ostringstream notes;
+    TitaNotes n(&notes, "t");
+    std::string err;
+    {
+        TitaScenario sc(cfg, n);
+        if (!sc.Build(&err))
+        {
+            *said = err;
+            Simulator::Destroy();
+            return "";
+        }
+        sc.Run();
+        sc.Finish();
+    }
+    Simulator::Destroy();
+    *said = notes.str();
+    return cfg.outDir;
+}
 
 class TitaTrainingFileTestCase : public TestCase
 {
@@ -83,6 +144,94 @@ class TitaTrainingFileTestCase : public TestCase
     }
 };
 
+class TitaTrainingRunTestCase : public TestCase
+{
+  public:
+    TitaTrainingRunTestCase()
+        : TestCase("training on 2 servers x 8 GPUs: every collective kind, each GPU's bytes, the analytical bound, "
+                   "overlap, a bad file before any output")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        std::string said;
+        // all-types.txt: tp 4, dp 2, ep 2, pp 2 on 16 GPUs.
+        const std::string dir = RunTraining("training:path=" + kData + "all-types.txt,iterations=2", "all", &said);
+        NS_TEST_ASSERT_MSG_NE(dir, "", said);
+        // What each GPU receives per iteration (MiB):
+        //   fwd AllGather 4 MiB among 4 (TP):   3/4 x 4 = 3
+        //   fwd All-to-All 2 MiB among 2 (EP):  1/2 x 2 = 1
+        //   ig AllReduce 4 MiB among 4 (TP):  2 x 3/4 x 4 = 6
+        //   ig ReduceScatter 4 MiB among 4:     3/4 x 4 = 3
+        //   wg AllReduce 8 MiB among 2 (DP):  2 x 1/2 x 8 = 8
+        //   pipeline: stage 1 the activations, stage 0 the gradients: 1
+        const uint64_t perIteration = (3 + 1 + 6 + 3 + 8 + 1) * uint64_t{1 << 20};
+        const auto gpus = Rows(dir + "/training_gpus.csv");
+        NS_TEST_ASSERT_MSG_EQ(gpus.size(), 16, "a row per GPU");
+        for (std::size_t r = 0; r < gpus.size(); ++r)
+        {
+            NS_TEST_EXPECT_MSG_EQ(gpus[r][0], std::to_string(r), "rank");
+            NS_TEST_EXPECT_MSG_EQ(gpus[r][1] + "," + gpus[r][2],
+                                  std::to_string(r / 8) + "," + std::to_string(r % 8),
+                                  "rank r on server r/8, GPU r%8");
+            NS_TEST_EXPECT_MSG_EQ(gpus[r][4], std::to_string(2 * perIteration), "bytes received by rank " << r);
+        }
+        const auto its = Rows(dir + "/iterations.csv");
+        NS_TEST_ASSERT_MSG_EQ(its.size(), 2, "two iterations");
+        for (const auto& it : its)
+        {
+            const double t = std::stod(it[3]);
+            const double bound = std::stod(it[7]);
+            NS_TEST_EXPECT_MSG_GT(bound, 0, "a bound");
+            NS_TEST_EXPECT_MSG_GT_OR_EQ(t, bound, "never below the analytical bound");
+            NS_TEST_EXPECT_MSG_LT_OR_EQ(t, 1.1 * bound, "within 10% of it on an idle non-blocking fabric");
+            NS_TEST_EXPECT_MSG_EQ(it[4], "120200", "compute: 2 layers x 3 phases x 20 us and 2 updates of 100 ns");
+        }
+        std::set<std::string> kinds;
+        for (const auto& c : Rows(dir + "/training_collectives.csv"))
+        {
+            kinds.insert(c[5] + ":" + c[7]);
+            NS_TEST_EXPECT_MSG_GT_OR_EQ(std::stod(c[13]), 0.95 * std::stod(c[14]), "near or above its ideal");
+        }
+        const std::set<std::string> want{"tp:allgather",
+                                         "tp:reducescatter",
+                                         "tp:allreduce",
+                                         "ep:alltoall",
+                                         "dp:allreduce",
+                                         "pp:sendrecv"};
+        NS_TEST_EXPECT_MSG_EQ((kinds == want), true, "every kind in its group");
+        const std::string trace = ReadAll(dir + "/training_trace.json");
+        NS_TEST_EXPECT_MSG_EQ(trace.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0, "trace");
+        NS_TEST_EXPECT_MSG_NE(trace.find("\"name\":\"allgather tp fwd attention\""), std::string::npos, "comm span");
+
+        // Weight gradients reduced while the layers below compute: less exposed
+        // than communicated.
+        const std::string ov = RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,channels=2", "overlap", &said);
+        NS_TEST_ASSERT_MSG_NE(ov, "", said);
+        const auto o = Rows(ov + "/iterations.csv");
+        NS_TEST_ASSERT_MSG_EQ(o.size(), 1, "one iteration");
+        NS_TEST_EXPECT_MSG_LT(std::stod(o[0][6]), std::stod(o[0][5]), "exposed < total communication");
+        NS_TEST_EXPECT_MSG_GT_OR_EQ(std::stod(o[0][3]), std::stod(o[0][7]), "never below the bound");
+
+        // layers=K says so.
+        const std::string k = RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,layers=1", "layers", &said);
+        NS_TEST_EXPECT_MSG_NE(said.find("layers=1: the first 1 of 4 layer lines only"), std::string::npos, said);
+        NS_TEST_EXPECT_MSG_EQ(Rows(k + "/iterations.csv")[0][8], "1", "one layer simulated");
+
+        // A bad file stops the run before any output.
+        const std::string badPath = (std::filesystem::temp_directory_path() / "tita-training-bad.txt").string();
+        std::ofstream(badPath) << "HYBRID_TRANSFORMER model_parallel_NPU_group: 8 all_gpus: 16\n1\nl -1 1\n";
+        const std::string none = RunTraining("training:path=" + badPath, "bad", &said);
+        NS_TEST_EXPECT_MSG_EQ(none, "", "no run");
+        NS_TEST_EXPECT_MSG_EQ(said.rfind(badPath + ":3: expected 12 fields", 0), 0, said);
+        NS_TEST_EXPECT_MSG_EQ(std::filesystem::exists(std::filesystem::temp_directory_path() / "tita-training-bad"),
+                              false,
+                              "no output directory");
+    }
+};
+
 class TitaTrainingTestSuite : public TestSuite
 {
   public:
@@ -90,6 +239,7 @@ class TitaTrainingTestSuite : public TestSuite
         : TestSuite("tita-training", UNIT)
     {
         AddTestCase(new TitaTrainingFileTestCase, TestCase::QUICK);
+        AddTestCase(new TitaTrainingRunTestCase, TestCase::QUICK);
     }
 };
 
