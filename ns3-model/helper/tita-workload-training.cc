@@ -42,6 +42,11 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
     opts.layers = sp.Count("layers", 0);
     opts.channels = sp.Count("channels", 1, 1);
     opts.pxn = sp.Flag("pxn", false);
+    const std::string nvlink = sp.Str("nvlink", "packet");
+    if (nvlink != "packet" && nvlink != "fluid")
+    {
+        sp.Bad("nvlink", "'" + nvlink + "': expected packet or fluid");
+    }
     const Time at = NanoSeconds(sp.TimeNs("at", 0));
     if (!sp.Check(err))
     {
@@ -90,6 +95,11 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
     {
         set.Notes().Line() << "training: the topology has no NVLink fabric (nvlink=1): GPUs of one server talk "
                               "through their rail NICs\n";
+    }
+    if (nvlink == "fluid")
+    {
+        set.GetFlowManager()->SetFluidNvlink(true);
+        set.Notes().Line() << "training: NVLink messages as a fluid (nvlink=fluid): no packets inside a server\n";
     }
     // The analytical twin runs beside it in the same simulation and sends nothing.
     t->Start(at);

@@ -206,6 +206,18 @@ class TitaTrainingRunTestCase : public TestCase
         NS_TEST_EXPECT_MSG_EQ(trace.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0, "trace");
         NS_TEST_EXPECT_MSG_NE(trace.find("\"name\":\"allgather tp fwd attention\""), std::string::npos, "comm span");
 
+        // NVLink as a fluid: the same bytes, still never below the bound.
+        const std::string fl = RunTraining("training:path=" + kData + "all-types.txt,nvlink=fluid", "fluid", &said);
+        NS_TEST_ASSERT_MSG_NE(fl, "", said);
+        for (const auto& g : Rows(fl + "/training_gpus.csv"))
+        {
+            NS_TEST_EXPECT_MSG_EQ(g[4], std::to_string(perIteration), "bytes received by rank " << g[0]);
+        }
+        const auto f = Rows(fl + "/iterations.csv");
+        NS_TEST_ASSERT_MSG_EQ(f.size(), 1, "one iteration");
+        NS_TEST_EXPECT_MSG_GT_OR_EQ(std::stod(f[0][3]), std::stod(f[0][7]), "never below the bound");
+        NS_TEST_EXPECT_MSG_LT_OR_EQ(std::stod(f[0][3]), 1.1 * std::stod(f[0][7]), "within 10% of it");
+
         // Weight gradients reduced while the layers below compute: less exposed
         // than communicated.
         const std::string ov = RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,channels=2", "overlap", &said);
