@@ -16,7 +16,6 @@
 #include "ns3/nstime.h"
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
