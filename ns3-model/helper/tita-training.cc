@@ -294,10 +294,24 @@ TitaTraining::MaybeLaunch(uint32_t comm)
     default:
         NS_ABORT_MSG("training: no collective to run");
     }
-    // The channels share each GPU's ports (one NIC per GPU): the bound is the
-    // whole size on one ring.
+    // The bound. One channel: the collective's IdealNs. C channels share each
+    // GPU's port (one NIC per GPU) and overlap each other's step latencies: no
+    // faster than one channel of its share alone, nor than the port's time for
+    // all the bytes. Both ideals are serialisation plus latency (I = ser + lat,
+    // the latency the same whatever the size), so the whole size's
+    // serialisation is C (I_full - I_share) / (C - 1).
     const uint32_t id = rec.id;
-    m_collectives[id].idealNs = TitaCollective::IdealNsOf(m_mgr, kind, ranks, p.bytes);
+    const uint64_t full = TitaCollective::IdealNsOf(m_mgr, kind, ranks, p.bytes);
+    if (channels == 1)
+    {
+        m_collectives[id].idealNs = full;
+    }
+    else
+    {
+        const uint64_t one = TitaCollective::IdealNsOf(m_mgr, kind, ranks, (p.bytes + channels - 1) / channels);
+        const uint64_t ser = full > one ? channels * (full - one) / (channels - 1) : 0;
+        m_collectives[id].idealNs = std::max(one, ser);
+    }
     auto self = shared_from_this();
     auto waiting = std::make_shared<std::vector<std::function<void()>>>(std::move(p.waiting));
     if (m_opts.analytical)

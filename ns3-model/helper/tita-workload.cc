@@ -314,11 +314,15 @@ TitaCollective::RingTry(uint32_t i)
     {
         const uint32_t t = m_next[i]++;
         const uint32_t to = (i + 1) % n;
+        // The buffer's chunk this step carries: reduce-scatter steps (and an
+        // AllGather's) pass chunk i - t on, an AllReduce's gather steps chunk
+        // i + 1 - (t - (n - 1)); chunks differ by one byte at most.
+        const uint32_t k = m_kind == "allreduce" && t >= n - 1 ? (i + 1 + 2 * n - 1 - t) % n : (i + n - t % n) % n;
         auto self = shared_from_this();
         Send(
             i,
             to,
-            m_chunk,
+            PieceBytes(k),
             static_cast<int32_t>(t),
             [self, i] {
                 ++self->m_sent[i];
@@ -329,6 +333,13 @@ TitaCollective::RingTry(uint32_t i)
                 self->RingTry(to);
             });
     }
+}
+
+uint64_t
+TitaCollective::PieceBytes(uint32_t k) const
+{
+    const auto n = static_cast<uint64_t>(m_ranks.size());
+    return m_bytes / n + (k < m_bytes % n ? 1 : 0);
 }
 
 uint64_t
@@ -435,7 +446,7 @@ TitaCollective::StartAllToAll()
     {
         for (uint32_t i = 0; i < n; ++i)
         {
-            Send(i, (i + k) % n, m_chunk, 0, {}, {});
+            Send(i, (i + k) % n, PieceBytes((i + k) % n), 0, {}, {});
         }
     }
 }

@@ -207,7 +207,10 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
                                                 uint64_t bytes,
                                                 Time at,
                                                 void (TitaCollective::*start)());
-    uint64_t ChunkBytes() const; ///< one message of the collective's steps
+    uint64_t ChunkBytes() const; ///< one message of the collective's steps, at most
+    /// Piece k of a rank's buffer split in N: bytes/N, the first bytes%N pieces
+    /// one byte more, so that the pieces add up to the buffer exactly.
+    uint64_t PieceBytes(uint32_t k) const;
     bool IsRing() const { return m_kind == "allreduce" || m_kind == "allgather" || m_kind == "reducescatter"; }
     uint32_t RingStepsFor(uint32_t n) const { return m_kind == "allreduce" ? 2 * (n - 1) : n - 1; }
     void StartRing();
