@@ -111,39 +111,40 @@ TitaTraining::Place(std::string* err)
 std::vector<uint32_t>
 TitaTraining::GroupOf(TitaTrainingGroup g, uint32_t rank) const
 {
-    // Megatron's order: TP fastest, then DP, then PP.
+    // Megatron's order: TP fastest, then DP, then PP (dpFirst: DP, then TP).
     const uint32_t tp = m_file.tp;
     const uint32_t dp = m_file.Dp();
     const uint32_t ep = m_file.ep;
-    const uint32_t tpRank = rank % tp;
-    const uint32_t dpRank = (rank / tp) % dp;
-    const uint32_t ppRank = rank / (tp * dp);
-    const uint32_t stage = ppRank * tp * dp;
+    const bool dpFirst = m_opts.dpFirst;
+    const uint32_t tpRank = dpFirst ? (rank / dp) % tp : rank % tp;
+    const uint32_t dpRank = dpFirst ? rank % dp : (rank / tp) % dp;
+    const uint32_t stage = rank / (tp * dp) * tp * dp;
+    auto at = [&](uint32_t t, uint32_t d) { return stage + (dpFirst ? t * dp + d : d * tp + t); };
     std::vector<uint32_t> m;
     switch (g)
     {
     case TitaTrainingGroup::kTp:
         for (uint32_t t = 0; t < tp; ++t)
         {
-            m.push_back(stage + dpRank * tp + t);
+            m.push_back(at(t, dpRank));
         }
         break;
     case TitaTrainingGroup::kDp:
         for (uint32_t d = 0; d < dp; ++d)
         {
-            m.push_back(stage + d * tp + tpRank);
+            m.push_back(at(tpRank, d));
         }
         break;
     case TitaTrainingGroup::kEp:
         for (uint32_t d = dpRank / ep * ep; d < dpRank / ep * ep + ep; ++d)
         {
-            m.push_back(stage + d * tp + tpRank);
+            m.push_back(at(tpRank, d));
         }
         break;
     case TitaTrainingGroup::kDpEp:
         for (uint32_t d = dpRank % ep; d < dp; d += ep)
         {
-            m.push_back(stage + d * tp + tpRank);
+            m.push_back(at(tpRank, d));
         }
         break;
     default:

@@ -34,6 +34,9 @@ struct TitaTrainingOptions
     uint32_t layers = 0;   ///< 0: every layer line; K: the first K (quick runs)
     uint32_t channels = 1; ///< NCCL channels: each collective split over C rings, one QP each
     bool pxn = false;      ///< All-to-All with PXN relay
+    /// Rank order: false, Megatron's (TP fastest, then DP, then PP: TP groups in
+    /// a server); true, DP fastest (DP groups in a server, TP across servers).
+    bool dpFirst = false;
     /// The analytical twin: no traffic, each collective lasts its
     /// TitaCollective::IdealNs (the bound an idle non-blocking fabric allows).
     bool analytical = false;

@@ -37,7 +37,7 @@ class TitaWorkloadJob
     virtual void Finish(TitaOutputWriter& out, TitaNotes& notes) const = 0;
 };
 
-/// training:path=FILE,iterations=N,layers=K,channels=C,pxn=0|1,nvlink=packet|fluid
+/// training:path=FILE,iterations=N,layers=K,channels=C,pxn=0|1,nvlink=packet|fluid,order=tp|dp
 /// (tita-workload-training.cc, doc/training.md).
 bool TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* err);
 

@@ -42,6 +42,12 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
     opts.layers = sp.Count("layers", 0);
     opts.channels = sp.Count("channels", 1, 1);
     opts.pxn = sp.Flag("pxn", false);
+    const std::string order = sp.Str("order", "tp");
+    if (order != "tp" && order != "dp")
+    {
+        sp.Bad("order", "'" + order + "': expected tp (TP ranks fastest, Megatron's) or dp");
+    }
+    opts.dpFirst = order == "dp";
     const std::string nvlink = sp.Str("nvlink", "packet");
     if (nvlink != "packet" && nvlink != "fluid")
     {
@@ -85,7 +91,8 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
     }
     set.Notes().Line() << "training " << path << ": " << f.allGpus << " GPUs, tp " << f.tp << " dp " << f.Dp()
                        << " pp " << f.pp << " ep " << f.ep << " (vpp " << f.vpp << ", ga " << f.ga << "), "
-                       << opts.iterations << " iteration(s), " << opts.channels << " channel(s)"
+                       << opts.iterations << " iteration(s), " << opts.channels << " channel(s), " << (opts.dpFirst ? "DP" : "TP")
+                       << " ranks fastest"
                        << (f.layers.size() < all ? ", layers=" + std::to_string(f.layers.size()) + ": the first " +
                                                        std::to_string(f.layers.size()) + " of " +
                                                        std::to_string(all) + " layer lines only"

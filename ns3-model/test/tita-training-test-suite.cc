@@ -5,6 +5,7 @@
 #include "tita-scenario.h"
 #include "tita-spec.h"
 #include "tita-training-file.h"
+#include "tita-training.h"
 
 #include "ns3/simulator.h"
 #include "ns3/test.h"
@@ -145,6 +146,51 @@ class TitaTrainingFileTestCase : public TestCase
     }
 };
 
+std::string
+Join(const std::vector<uint32_t>& v)
+{
+    std::string s;
+    for (uint32_t x : v)
+    {
+        s += (s.empty() ? "" : ",") + std::to_string(x);
+    }
+    return s;
+}
+
+class TitaTrainingGroupsTestCase : public TestCase
+{
+  public:
+    TitaTrainingGroupsTestCase()
+        : TestCase("TitaTraining groups: TP, DP, EP, DP_EP of a rank in Megatron's order and with DP first")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        std::string err;
+        TitaTrainingFile f;
+        NS_TEST_ASSERT_MSG_EQ(f.Load(kData + "all-types.txt", &err), true, err); // tp 4, dp 2, ep 2, pp 2
+        const TitaTraining m(Ptr<TitaFlowManager>(), f, TitaTrainingOptions{});
+        NS_TEST_EXPECT_MSG_EQ(Join(m.GroupOf(TitaTrainingGroup::kTp, 5)), "4,5,6,7", "TP: 4 consecutive ranks");
+        NS_TEST_EXPECT_MSG_EQ(Join(m.GroupOf(TitaTrainingGroup::kDp, 5)), "1,5", "DP: stride tp");
+        NS_TEST_EXPECT_MSG_EQ(Join(m.GroupOf(TitaTrainingGroup::kEp, 5)), "1,5", "EP: ep DP ranks");
+        NS_TEST_EXPECT_MSG_EQ(Join(m.GroupOf(TitaTrainingGroup::kDpEp, 5)), "5", "DP_EP: dp/ep");
+        NS_TEST_EXPECT_MSG_EQ(Join(m.GroupOf(TitaTrainingGroup::kTp, 13)), "12,13,14,15", "TP in stage 1");
+        NS_TEST_EXPECT_MSG_EQ(Join(m.GroupOf(TitaTrainingGroup::kDp, 13)), "9,13", "DP in stage 1");
+        TitaTrainingOptions o;
+        o.dpFirst = true;
+        const TitaTraining d(Ptr<TitaFlowManager>(), f, o);
+        NS_TEST_EXPECT_MSG_EQ(Join(d.GroupOf(TitaTrainingGroup::kTp, 5)), "1,3,5,7", "TP: stride dp");
+        NS_TEST_EXPECT_MSG_EQ(Join(d.GroupOf(TitaTrainingGroup::kDp, 5)), "4,5", "DP: consecutive");
+
+        TitaTrainingFile g;
+        NS_TEST_ASSERT_MSG_EQ(g.Load(kData + "tp8-dp2-overlap.txt", &err), true, err);
+        const TitaTraining r(Ptr<TitaFlowManager>(), g, TitaTrainingOptions{});
+        NS_TEST_EXPECT_MSG_EQ(Join(r.GroupOf(TitaTrainingGroup::kDp, 3)), "3,11", "DP: GPU 3 of both servers");
+    }
+};
+
 class TitaTrainingRunTestCase : public TestCase
 {
   public:
@@ -279,6 +325,7 @@ class TitaTrainingTestSuite : public TestSuite
         : TestSuite("tita-training", UNIT)
     {
         AddTestCase(new TitaTrainingFileTestCase, TestCase::QUICK);
+        AddTestCase(new TitaTrainingGroupsTestCase, TestCase::QUICK);
         AddTestCase(new TitaTrainingRunTestCase, TestCase::QUICK);
     }
 };
