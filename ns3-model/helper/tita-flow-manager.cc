@@ -188,15 +188,28 @@ TitaFlowManager::SendMessage(uint32_t src,
                              uint64_t bytes,
                              int32_t group,
                              int32_t step,
+                             uint16_t channel,
                              Done onSent,
                              Done onReceived)
 {
     NS_ABORT_MSG_IF(bytes > 0x7fffffffULL, "messages above 2 GiB are not supported (one WR)");
-    const uint64_t key = uint64_t{src} << 32 | dst;
+    if (m_fluidNvlink)
+    {
+        const TitaTopology& t = m_net->GetTopology();
+        if (t.Vertices()[t.Hosts()[src]].nvlink && t.Vertices()[t.Hosts()[dst]].nvlink)
+        {
+            SendFluid(src, dst, bytes, group, step, std::move(onSent), std::move(onReceived));
+            return 0;
+        }
+    }
+    NS_ABORT_MSG_IF(src >= (1U << 24) || dst >= (1U << 24), "host index above 2^24");
+    const uint64_t key = uint64_t{src} << 40 | uint64_t{dst} << 16 | channel;
     auto it = m_connections.find(key);
     if (it == m_connections.end())
     {
         Connection c;
+        c.src = src;
+        c.dst = dst;
         std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst);
         it = m_connections.emplace(key, c).first;
     }
@@ -215,6 +228,53 @@ TitaFlowManager::SendMessage(uint32_t src,
     const int rc = m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), true, b);
     NS_ABORT_MSG_IF(rc != 0, "send queue full on host " << src << " (rc " << rc << ")");
     return id;
+}
+
+void
+TitaFlowManager::SendFluid(uint32_t src,
+                           uint32_t dst,
+                           uint64_t bytes,
+                           int32_t group,
+                           int32_t step,
+                           Done onSent,
+                           Done onReceived)
+{
+    const auto hosts = m_net->GetTopology().Hosts().size();
+    m_fluidTxFreeNs.resize(hosts, 0);
+    m_fluidRxFreeNs.resize(hosts, 0);
+    // The ports' time: the serialisation IdealFctNs counts (its base RTT
+    // aside); the rest of IdealMessageNs is latency, the ACK's way back last.
+    const uint64_t busyNs = IdealFctNs(src, dst, bytes) - BaseRttNs(src, dst);
+    const uint64_t ackNs = m_net->GetPath(src, dst).delayNs;
+    const uint64_t aloneNs = IdealMessageNs(src, dst, bytes);
+    const uint64_t latencyNs = aloneNs - std::min(aloneNs, busyNs + ackNs);
+    const auto now = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+    const uint64_t start = std::max({now, m_fluidTxFreeNs[src], m_fluidRxFreeNs[dst]});
+    m_fluidTxFreeNs[src] = m_fluidRxFreeNs[dst] = start + busyNs;
+    const uint64_t arrive = start + busyNs + latencyNs;
+    TitaFlowRecord rec;
+    rec.id = 0;
+    rec.src = src;
+    rec.dst = dst;
+    rec.bytes = bytes;
+    rec.start = Simulator::Now();
+    rec.end = NanoSeconds(arrive);
+    rec.idealNs = aloneNs;
+    rec.group = group;
+    rec.step = step;
+    ++m_fluidMessages;
+    Simulator::Schedule(NanoSeconds(arrive - now), [rec, onReceived] {
+        if (onReceived)
+        {
+            onReceived(rec);
+        }
+    });
+    Simulator::Schedule(NanoSeconds(arrive + ackNs - now), [rec, onSent] {
+        if (onSent)
+        {
+            onSent(rec);
+        }
+    });
 }
 
 void
@@ -270,7 +330,7 @@ TitaFlowManager::SumConnections(uint64_t eng::QpCounters::*field, bool receiver)
     uint64_t n = 0;
     for (const auto& [key, c] : m_connections)
     {
-        const auto host = static_cast<uint32_t>(receiver ? key & 0xffffffff : key >> 32);
+        const uint32_t host = receiver ? c.dst : c.src;
         if (const auto* q = m_net->GetNic(host)->GetEngine().qp_counters(receiver ? c.dstQpn : c.srcQpn))
         {
             n += q->*field;

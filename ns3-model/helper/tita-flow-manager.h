@@ -75,16 +75,29 @@ class TitaFlowManager : public Object
 
     /// Starts a flow now; done (may be empty) runs at its completion. Returns its id.
     uint32_t StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done = {});
-    /// Sends a message now over the (src, dst) connection; onSent at the sender's
-    /// completion, onReceived at the receiver's (when all the data is there).
+    /// Sends a message now over the (src, dst, channel) connection (one QP pair
+    /// each: NCCL's channels); onSent at the sender's completion, onReceived at
+    /// the receiver's (when all the data is there).
     uint32_t SendMessage(uint32_t src,
                          uint32_t dst,
                          uint64_t bytes,
                          int32_t group,
                          int32_t step,
+                         uint16_t channel,
                          Done onSent,
                          Done onReceived);
 
+    /// Intra-host (NVLink) messages as a fluid rather than packets, for runs
+    /// whose NVLink traffic is too large to simulate packet by packet: a message
+    /// between two NVLink NICs occupies the sender's and the receiver's port
+    /// for its bytes and per-packet overheads at the port rate, after what each
+    /// port already carries, and arrives after the pair's latency as
+    /// IdealMessageNs counts it (alone, it takes exactly that). No packets, no
+    /// congestion control, not in fct.csv. Off by default.
+    void SetFluidNvlink(bool fluid) { m_fluidNvlink = fluid; }
+    bool GetFluidNvlink() const { return m_fluidNvlink; }
+    /// Messages sent as a fluid so far.
+    uint64_t GetFluidMessages() const { return m_fluidMessages; }
     uint64_t IdealFctNs(uint32_t src, uint32_t dst, uint64_t bytes) const;
     /// IdealFctNs, except that a message shorter than a full packet is stored
     /// and forwarded at each link at its own size (IdealFctNs keeps the HPCC
@@ -139,6 +152,8 @@ class TitaFlowManager : public Object
     };
     struct Connection
     {
+        uint32_t src = 0; ///< host indices
+        uint32_t dst = 0;
         uint32_t srcQpn = 0;
         uint32_t dstQpn = 0;
     };
@@ -163,6 +178,12 @@ class TitaFlowManager : public Object
     std::string m_ccParams;
     std::vector<std::string> m_ccParamList;
     Time m_reclaimDelay;
+    void SendFluid(uint32_t src, uint32_t dst, uint64_t bytes, int32_t group, int32_t step, Done onSent,
+                   Done onReceived);
+    bool m_fluidNvlink = false;
+    uint64_t m_fluidMessages = 0;
+    std::vector<uint64_t> m_fluidTxFreeNs; ///< per host: when its port has sent what it was given
+    std::vector<uint64_t> m_fluidRxFreeNs;
     uint32_t m_nextId = 1;
     uint32_t m_started = 0;
     uint32_t m_finished = 0;

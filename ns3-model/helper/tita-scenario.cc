@@ -302,6 +302,10 @@ TitaScenario::Watch()
     {
         busy |= !c->IsDone();
     }
+    for (const auto& j : m_workloads->GetJobs())
+    {
+        busy |= !j->IsDone();
+    }
     if (!busy)
     {
         Simulator::Stop();
@@ -359,6 +363,10 @@ TitaScenario::Finish()
     times.runWallSeconds = m_runWallSeconds;
     TitaRunReport report(&m_net, m_mgr, &m_out);
     report.WriteTables(*m_recorder, m_workloads->GetCollectives());
+    for (const auto& j : m_workloads->GetJobs())
+    {
+        j->Finish(m_out, m_notes);
+    }
     const TitaRunTotals totals = report.GetTotals();
     times.totalWallSeconds = SecondsSince(m_wallStart);
     TitaSummaryJson settings;

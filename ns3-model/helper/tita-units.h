@@ -61,6 +61,8 @@ class TitaLineReader
     bool Next(std::vector<std::string>* words);
     /// "name:N: " for the line Next() returned last ("name: at the end: " after it).
     std::string At() const;
+    /// The number of the line Next() returned last (1 for the first).
+    uint64_t Number() const { return m_number; }
     /// Sets *err to At() and `msg`; false, for `return lines.Fail(err, "...")`.
     bool Fail(std::string* err, const std::string& msg) const;
 

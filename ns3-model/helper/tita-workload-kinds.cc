@@ -128,7 +128,8 @@ TitaWorkloadKinds()
                                                      {"flows", &AddFlowFile},
                                                      {"incast", &AddIncast},
                                                      {"allreduce", &AddCollectiveKind},
-                                                     {"alltoall", &AddCollectiveKind}};
+                                                     {"alltoall", &AddCollectiveKind},
+                                                     {"training", &TitaAddTrainingWorkload}};
     return kinds;
 }
 
@@ -193,6 +194,15 @@ TitaWorkloadSet::ScheduleFlows(std::vector<TitaFlowSpec> flows)
     }
     m_scheduled += flows.size();
     TitaWorkload::Schedule(m_mgr, std::move(flows));
+}
+
+void
+TitaWorkloadSet::AddJob(std::shared_ptr<TitaWorkloadJob> job, Time at)
+{
+    m_jobs.push_back(std::move(job));
+    m_firstStart = std::min(m_firstStart, at);
+    m_arrivalsEnd = std::max(m_arrivalsEnd, at);
+    ++m_scheduled;
 }
 
 void

@@ -21,6 +21,25 @@ namespace ns3
 {
 
 class TitaWorkloadSet;
+class TitaOutputWriter;
+
+/**
+ * \ingroup tita
+ * A workload that runs by itself once scheduled (a training job): the run
+ * goes on until it is done, and it writes its own files at the end.
+ */
+class TitaWorkloadJob
+{
+  public:
+    virtual ~TitaWorkloadJob() = default;
+    virtual bool IsDone() const = 0;
+    /// Its files in `out` and its summary lines.
+    virtual void Finish(TitaOutputWriter& out, TitaNotes& notes) const = 0;
+};
+
+/// training:path=FILE,iterations=N,layers=K,channels=C,pxn=0|1,nvlink=packet|fluid,order=tp|dp
+/// (tita-workload-training.cc, doc/training.md).
+bool TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* err);
 
 /**
  * \ingroup tita
@@ -69,12 +88,15 @@ class TitaWorkloadSet
     /// Keeps a collective that starts at `at`; its id is NextCollectiveId().
     void AddCollective(std::shared_ptr<TitaCollective> c, Time at);
     int32_t NextCollectiveId() const { return static_cast<int32_t>(m_collectives.size()); }
+    /// Keeps a job that starts at `at`.
+    void AddJob(std::shared_ptr<TitaWorkloadJob> job, Time at);
 
     // ---- what was scheduled
     uint64_t GetScheduled() const { return m_scheduled; } ///< flows and collectives
     Time GetFirstStart() const { return m_firstStart; }   ///< Time::Max() if none
     Time GetArrivalsEnd() const { return m_arrivalsEnd; } ///< the last start
     const std::vector<std::shared_ptr<TitaCollective>>& GetCollectives() const { return m_collectives; }
+    const std::vector<std::shared_ptr<TitaWorkloadJob>>& GetJobs() const { return m_jobs; }
 
   private:
     TitaNetworkHelper* m_net;
@@ -87,6 +109,7 @@ class TitaWorkloadSet
     Time m_firstStart = Time::Max();
     Time m_arrivalsEnd = Time(0);
     std::vector<std::shared_ptr<TitaCollective>> m_collectives;
+    std::vector<std::shared_ptr<TitaWorkloadJob>> m_jobs;
 };
 
 } // namespace ns3

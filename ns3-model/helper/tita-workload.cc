@@ -141,6 +141,7 @@ TitaCollective::Make(Ptr<TitaFlowManager> mgr,
     auto c = std::make_shared<TitaCollective>(mgr, id, std::move(kind));
     c->m_ranks = std::move(ranks);
     c->m_bytes = bytes;
+    c->m_recvBytes.assign(c->m_ranks.size(), 0);
     Simulator::Schedule(at, [c, start] { ((*c).*start)(); });
     return c;
 }
@@ -193,13 +194,15 @@ TitaCollective::Send(uint32_t src,
         std::max<uint64_t>(bytes, 1),
         m_id,
         step,
+        m_channel,
         [onSent](const TitaFlowRecord&) {
             if (onSent)
             {
                 onSent();
             }
         },
-        [self, step, onReceived](const TitaFlowRecord&) {
+        [self, step, dst, bytes, onReceived](const TitaFlowRecord&) {
+            self->m_recvBytes[dst] += bytes;
             self->MessageReceived(step);
             if (onReceived)
             {
@@ -224,7 +227,7 @@ TitaCollective::CheckDone()
         return;
     }
     bool finished = true;
-    if (m_kind == "allreduce")
+    if (IsRing())
     {
         for (uint32_t r : m_recv)
         {
@@ -256,13 +259,43 @@ TitaCollective::RingAllReduce(Ptr<TitaFlowManager> mgr, int32_t id, std::vector<
     return Make(mgr, id, "allreduce", std::move(ranks), bytes, at, &TitaCollective::StartRing);
 }
 
+std::shared_ptr<TitaCollective>
+TitaCollective::RingAllGather(Ptr<TitaFlowManager> mgr, int32_t id, std::vector<Rank> ranks, uint64_t bytes, Time at)
+{
+    return Make(mgr, id, "allgather", std::move(ranks), bytes, at, &TitaCollective::StartRing);
+}
+
+std::shared_ptr<TitaCollective>
+TitaCollective::RingReduceScatter(Ptr<TitaFlowManager> mgr,
+                                  int32_t id,
+                                  std::vector<Rank> ranks,
+                                  uint64_t bytes,
+                                  Time at)
+{
+    return Make(mgr, id, "reducescatter", std::move(ranks), bytes, at, &TitaCollective::StartRing);
+}
+
+std::shared_ptr<TitaCollective>
+TitaCollective::SendRecv(Ptr<TitaFlowManager> mgr, int32_t id, std::vector<Rank> ranks, uint64_t bytes, Time at)
+{
+    return Make(mgr, id, "sendrecv", std::move(ranks), bytes, at, &TitaCollective::StartSendRecv);
+}
+
+void
+TitaCollective::StartSendRecv()
+{
+    NS_ABORT_MSG_IF(m_ranks.size() != 2, "a send/recv has two ranks");
+    m_start = Simulator::Now();
+    Send(0, 1, m_bytes, 0, {}, {});
+}
+
 void
 TitaCollective::StartRing()
 {
     const auto n = static_cast<uint32_t>(m_ranks.size());
     NS_ABORT_MSG_IF(n < 2, "a ring needs two ranks");
     m_start = Simulator::Now();
-    m_ringSteps = 2 * (n - 1);
+    m_ringSteps = RingStepsFor(n);
     m_chunk = ChunkBytes();
     m_next.assign(n, 0);
     m_sent.assign(n, 0);
@@ -281,11 +314,15 @@ TitaCollective::RingTry(uint32_t i)
     {
         const uint32_t t = m_next[i]++;
         const uint32_t to = (i + 1) % n;
+        // The buffer's chunk this step carries: reduce-scatter steps (and an
+        // AllGather's) pass chunk i - t on, an AllReduce's gather steps chunk
+        // i + 1 - (t - (n - 1)); chunks differ by one byte at most.
+        const uint32_t k = m_kind == "allreduce" && t >= n - 1 ? (i + 1 + 2 * n - 1 - t) % n : (i + n - t % n) % n;
         auto self = shared_from_this();
         Send(
             i,
             to,
-            m_chunk,
+            PieceBytes(k),
             static_cast<int32_t>(t),
             [self, i] {
                 ++self->m_sent[i];
@@ -299,12 +336,28 @@ TitaCollective::RingTry(uint32_t i)
 }
 
 uint64_t
+TitaCollective::PieceBytes(uint32_t k) const
+{
+    const auto n = static_cast<uint64_t>(m_ranks.size());
+    return m_bytes / n + (k < m_bytes % n ? 1 : 0);
+}
+
+uint64_t
 TitaCollective::ChunkBytes() const
 {
     const auto n = static_cast<uint64_t>(m_ranks.size());
     // A ring step carries a rounded-up share (the last may be short); an
     // All-to-All message its share of the rank's buffer.
-    return std::max<uint64_t>(1, m_kind == "allreduce" ? (m_bytes + n - 1) / n : m_bytes / n);
+    return std::max<uint64_t>(1, IsRing() ? (m_bytes + n - 1) / n : m_bytes / n);
+}
+
+uint64_t
+TitaCollective::IdealNsOf(Ptr<TitaFlowManager> mgr, std::string kind, std::vector<Rank> ranks, uint64_t bytes)
+{
+    TitaCollective c(mgr, -1, std::move(kind));
+    c.m_ranks = std::move(ranks);
+    c.m_bytes = bytes;
+    return c.IdealNs();
 }
 
 uint64_t
@@ -316,7 +369,14 @@ TitaCollective::IdealNs() const
         return 0;
     }
     uint64_t worst = 0;
-    if (m_kind == "allreduce")
+    if (m_kind == "sendrecv")
+    {
+        const uint32_t a = HostFor(m_ranks[0], m_ranks[1], true);
+        const uint32_t b = HostFor(m_ranks[0], m_ranks[1], false);
+        const uint64_t acked = m_mgr->IdealMessageNs(a, b, m_bytes);
+        return acked - std::min(acked, m_mgr->GetNetwork()->GetPath(a, b).delayNs);
+    }
+    if (IsRing())
     {
         // acked[i]: rank i's message to i+1 until its ACK is back;
         // arrived[i]: until the receiver has it (the ACK's propagation less).
@@ -324,13 +384,13 @@ TitaCollective::IdealNs() const
         std::vector<uint64_t> acked(n), arrived(n);
         for (uint32_t i = 0; i < n; ++i)
         {
-            const uint32_t a = m_ranks[i].host;
-            const uint32_t b = m_ranks[(i + 1) % n].host;
+            const uint32_t a = HostFor(m_ranks[i], m_ranks[(i + 1) % n], true);
+            const uint32_t b = HostFor(m_ranks[i], m_ranks[(i + 1) % n], false);
             acked[i] = m_mgr->IdealMessageNs(a, b, chunk);
             arrived[i] = acked[i] - std::min(acked[i], m_mgr->GetNetwork()->GetPath(a, b).delayNs);
         }
         std::vector<uint64_t> start(n, 0), next(n);
-        for (uint32_t t = 1; t < 2 * (n - 1); ++t)
+        for (uint32_t t = 1; t < RingStepsFor(n); ++t)
         {
             for (uint32_t i = 0; i < n; ++i)
             {
@@ -345,14 +405,29 @@ TitaCollective::IdealNs() const
         }
         return worst;
     }
+    // Ranks of one server reach each other over NVLink where there is one: the
+    // busiest rank at that port's rate, and the longest base RTT of the pairs
+    // used less its ACK's way back (the collective ends when the last message
+    // has arrived).
     const uint64_t total = uint64_t{n - 1} * ChunkBytes();
+    uint64_t rtt = 0;
     for (uint32_t i = 0; i < n; ++i)
     {
-        const uint32_t a = m_ranks[i].host;
-        const uint32_t b = m_ranks[(i + 1) % n].host;
+        const uint32_t a = HostFor(m_ranks[i], m_ranks[(i + 1) % n], true);
+        const uint32_t b = HostFor(m_ranks[i], m_ranks[(i + 1) % n], false);
         worst = std::max(worst, m_mgr->IdealFctNs(a, b, total) - m_mgr->BaseRttNs(a, b));
+        for (uint32_t j = 0; j < n; ++j)
+        {
+            if (j != i)
+            {
+                const uint32_t x = HostFor(m_ranks[i], m_ranks[j], true);
+                const uint32_t y = HostFor(m_ranks[i], m_ranks[j], false);
+                const uint64_t base = m_mgr->BaseRttNs(x, y);
+                rtt = std::max(rtt, base - std::min(base, m_mgr->GetNetwork()->GetPath(x, y).delayNs));
+            }
+        }
     }
-    return worst + m_mgr->GetNetwork()->GetMaxBaseRttNs();
+    return worst + rtt;
 }
 
 std::shared_ptr<TitaCollective>
@@ -371,7 +446,7 @@ TitaCollective::StartAllToAll()
     {
         for (uint32_t i = 0; i < n; ++i)
         {
-            Send(i, (i + k) % n, m_chunk, 0, {}, {});
+            Send(i, (i + k) % n, PieceBytes((i + k) % n), 0, {}, {});
         }
     }
 }

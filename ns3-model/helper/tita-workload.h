@@ -128,6 +128,26 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
                                                          uint64_t bytes,
                                                          Time at);
 
+    /// Ring AllGather of a `bytes` output buffer (nccl-tests' size): N-1 steps
+    /// of bytes/N to the next rank, ordered as the AllReduce's.
+    static std::shared_ptr<TitaCollective> RingAllGather(Ptr<TitaFlowManager> mgr,
+                                                         int32_t id,
+                                                         std::vector<Rank> ranks,
+                                                         uint64_t bytes,
+                                                         Time at);
+    /// Ring ReduceScatter of a `bytes` input buffer: N-1 steps of bytes/N.
+    static std::shared_ptr<TitaCollective> RingReduceScatter(Ptr<TitaFlowManager> mgr,
+                                                             int32_t id,
+                                                             std::vector<Rank> ranks,
+                                                             uint64_t bytes,
+                                                             Time at);
+    /// Pipeline send/recv: one message of `bytes` from ranks[0] to ranks[1].
+    static std::shared_ptr<TitaCollective> SendRecv(Ptr<TitaFlowManager> mgr,
+                                                    int32_t id,
+                                                    std::vector<Rank> ranks,
+                                                    uint64_t bytes,
+                                                    Time at);
+
     /// All-to-All of `bytes` per rank (bytes/N to every other rank), all at once.
     /// With a multi-rail topology, ranks of the same server use the NVLink-like
     /// fabric when it exists.
@@ -167,6 +187,14 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     /// overheads at its NIC's rate plus the network's largest base RTT (ranks
     /// of one server are counted at their NIC's rate too).
     uint64_t IdealNs() const;
+    /// Payload bytes each rank has received so far (index as the ranks given).
+    const std::vector<uint64_t>& GetReceivedBytes() const { return m_recvBytes; }
+    /// The NCCL channel its messages use: each channel has its own QP per host
+    /// pair (TitaFlowManager::SendMessage). Set before it starts.
+    void SetChannel(uint16_t channel) { m_channel = channel; }
+    /// IdealNs of a collective of `kind` (allreduce, allgather, reducescatter,
+    /// alltoall, alltoall-pxn, sendrecv) that is never run.
+    static uint64_t IdealNsOf(Ptr<TitaFlowManager> mgr, std::string kind, std::vector<Rank> ranks, uint64_t bytes);
     /// Runs when the collective completes.
     void SetDoneCallback(std::function<void(const TitaCollective&)> cb) { m_onDone = std::move(cb); }
 
@@ -179,8 +207,14 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
                                                 uint64_t bytes,
                                                 Time at,
                                                 void (TitaCollective::*start)());
-    uint64_t ChunkBytes() const; ///< one message of the collective's steps
+    uint64_t ChunkBytes() const; ///< one message of the collective's steps, at most
+    /// Piece k of a rank's buffer split in N: bytes/N, the first bytes%N pieces
+    /// one byte more, so that the pieces add up to the buffer exactly.
+    uint64_t PieceBytes(uint32_t k) const;
+    bool IsRing() const { return m_kind == "allreduce" || m_kind == "allgather" || m_kind == "reducescatter"; }
+    uint32_t RingStepsFor(uint32_t n) const { return m_kind == "allreduce" ? 2 * (n - 1) : n - 1; }
     void StartRing();
+    void StartSendRecv();
     void RingTry(uint32_t i);
     void StartAllToAll();
     void StartPxn();
@@ -202,6 +236,8 @@ class TitaCollective : public std::enable_shared_from_this<TitaCollective>
     uint64_t m_outstanding = 0;
     std::vector<Step> m_steps;
     std::function<void(const TitaCollective&)> m_onDone;
+    std::vector<uint64_t> m_recvBytes;
+    uint16_t m_channel = 0;
     // ring
     uint32_t m_ringSteps = 0;
     uint64_t m_chunk = 0;

@@ -370,7 +370,7 @@ class TitaWorkloadSetTestCase : public TestCase
         {
             names += std::string(names.empty() ? "" : ",") + k.name;
         }
-        NS_TEST_EXPECT_MSG_EQ(names, "poisson,flows,incast,allreduce,alltoall", "the kinds, in order");
+        NS_TEST_EXPECT_MSG_EQ(names, "poisson,flows,incast,allreduce,alltoall,training", "the kinds, in order");
 
         std::string err;
         TitaNetworkHelper net;
@@ -399,12 +399,15 @@ class TitaWorkloadSetTestCase : public TestCase
 
         const std::string cdf = "cdf=" TITA_DATA_DIR "/workloads/websearch.cdf";
         const std::pair<std::string, std::string> bad[] = {
-            {"bogus:x=1", "--workload: unknown kind 'bogus' (known: poisson, flows, incast, allreduce, alltoall)"},
-            {";incast:senders=3", "--workload: unknown kind '' (known: poisson, flows, incast, allreduce, alltoall)"},
+            {"bogus:x=1", "--workload: unknown kind 'bogus' (known: poisson, flows, incast, allreduce, alltoall, training)"},
+            {";incast:senders=3", "--workload: unknown kind '' (known: poisson, flows, incast, allreduce, alltoall, training)"},
             {"poisson:load=0.5," + cdf, "--workload=poisson needs --duration above 0"},
             {"poisson:laod=0.5", "--workload=poisson: unknown key 'laod' (known: at, cdf, load)"},
             {"incast:senders=5", "--workload=incast: receiver 0 and 5 senders need more than 5 hosts"},
             {"flows:path=/nonexistent", "--workload=flows: cannot open /nonexistent"},
+            {"training:path=/nonexistent", "/nonexistent: cannot open"},
+            {"training:path=" TITA_DATA_DIR "/training/all-types.txt",
+             "--workload=training needs a multi-rail topology (--topo=multirail:...)"},
         };
         for (const auto& [spec, want] : bad)
         {
