@@ -192,20 +192,8 @@ int Device::init(std::string* err) {
   } else {
     std::memcpy(mac_, port_.mac(), 6);
   }
-  // The node GUID, EUI-64 from a MAC as RoCE NICs derive it: the configured
-  // one, or a NIC's own. A vdev's MAC may be drawn at random on each run
-  // (memif, virtio-user), so a vdev without a configured MAC takes its GUID
-  // from the locally administered MAC 02:00:<IPv4 address>: the same on every
-  // run of the same device, as a NIC's is.
-  uint8_t id[6];
-  std::memcpy(id, mac_, 6);
-  if (cfg_.mac.empty() && !cfg_.vdev.empty()) {
-    const uint8_t from_ip[6] = {0x02, 0x00, static_cast<uint8_t>(cfg_.ipv4 >> 24), static_cast<uint8_t>(cfg_.ipv4 >> 16),
-                                static_cast<uint8_t>(cfg_.ipv4 >> 8), static_cast<uint8_t>(cfg_.ipv4)};
-    std::memcpy(id, from_ip, 6);
-  }
-  guid_ = uint64_t{static_cast<uint8_t>(id[0] ^ 2)} << 56 | uint64_t{id[1]} << 48 | uint64_t{id[2]} << 40 |
-          uint64_t{0xff} << 32 | uint64_t{0xfe} << 24 | uint64_t{id[3]} << 16 | uint64_t{id[4]} << 8 | id[5];
+  // The node GUID: the one the settings fix (config.h), else the NIC's MAC's.
+  if (!settled_node_guid(cfg_, &guid_)) guid_ = eui64(mac_);
   ibv_.node_type = IBV_NODE_CA;
   ibv_.transport_type = IBV_TRANSPORT_IB;
   std::snprintf(ibv_.name, sizeof ibv_.name, "%s", cfg_.device.c_str());

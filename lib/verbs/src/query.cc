@@ -55,7 +55,7 @@ void ib_speed(uint32_t mbps, uint8_t* width, uint8_t* speed) {
 
 void fill_device_attr(Device* d, ibv_device_attr* a) {
   std::memset(a, 0, sizeof *a);
-  std::snprintf(a->fw_ver, sizeof a->fw_ver, "tita 0.1.0");
+  std::snprintf(a->fw_ver, sizeof a->fw_ver, "%s", kFirmwareVersion);
   a->node_guid = htobe64(d->node_guid());
   a->sys_image_guid = a->node_guid;
   a->max_mr_size = ~uint64_t{0};
