@@ -126,6 +126,7 @@ void Device::shutdown() {
   const bool was_pending = sigismember(&pending, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
   if (d->cfg_.log < Config::Log::kInfo) dpdk::quiet_logs();
+  dpdk::park_interrupt_thread();  // no interrupt callback runs while the port and EAL go (port.h)
   d->port_.close();
   dpdk::eal_cleanup();
   sigpending(&pending);
