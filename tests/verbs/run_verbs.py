@@ -145,7 +145,9 @@ def tools():
             r"max_msg_sz:\s+0x80000000", r"active_mtu:\s+4096 \(5\)", r"board_id:\s+tita on DPDK port net_ring0",
             # net_ring reports 10 Gb/s: one lane of FDR10's 10 Gb/s
             r"active_width:\s+1X \(1\)", r"active_speed:\s+10.0 Gbps \(8\)",
-            r"max_qp_wr:\s+1048576", r"max_mr_size:\s+0xffffffffffffffff", r"max_cqe:\s+4194304"]
+            r"max_qp_wr:\s+1048576", r"max_mr_size:\s+0xffffffffffffffff", r"max_cqe:\s+4194304",
+            # A software device's vendor (as rxe); a vdev's GUID from 02:00:<IPv4>, the same every run.
+            r"vendor_id:\s+0xffffff", r"node_guid:\s+0000:0aff:fe00:0001", r"sys_image_guid:\s+0000:0aff:fe00:0001"]
     if r.returncode != 0:
         fail(f"ibv_devinfo -v: rc {r.returncode}: {r.stderr}")
     for w in want:

@@ -10,8 +10,8 @@
 // every rule (queue full, SGE count, inline size, atomics of one 8-byte SGE)
 // is the engine's. The builders return nothing: the first error of a batch
 // (a setter without an opcode before it, more SGEs or inline bytes than the
-// QP was made for) is kept and answered by ibv_wr_complete, which then posts
-// nothing. An error the engine finds (the send queue full) stops the batch
+// QP was made for) is kept and answered by ibv_wr_complete, which says it in
+// one line and posts nothing. An error the engine finds (the send queue full) stops the batch
 // there: the WRs before it are posted, as ibv_post_send's *bad_wr says.
 // Between ibv_wr_start and ibv_wr_complete/abort the QP's batch is its
 // caller's (a lock, as rdma-core's providers take one).
@@ -37,6 +37,14 @@ struct QpEx {
   std::mutex mu;  // from ibv_wr_start to ibv_wr_complete / ibv_wr_abort
   std::vector<Wr> batch;
   int err = 0;  // the batch's first error
+  const char* why = nullptr;  // ... said by ibv_wr_complete
+
+  // Keeps the batch's first error.
+  void error(int e, const char* what) {
+    if (err != 0) return;
+    err = e;
+    why = what;
+  }
 };
 
 namespace {
@@ -51,7 +59,7 @@ eng::SendWr& begin(ibv_qp_ex* x, eng::WrOpcode op) {
   w.wr.opcode = op;
   if (x->wr_flags & ~static_cast<unsigned>(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
                                            IBV_SEND_INLINE)) {
-    if (q.err == 0) q.err = EINVAL;  // IP checksum offload and the like: not on an RC QP of tita
+    q.error(EINVAL, "wr_flags beyond FENCE, SIGNALED, SOLICITED and INLINE");
   }
   w.wr.send_flags = x->wr_flags & ~static_cast<unsigned>(IBV_SEND_INLINE);  // inline: set_inline_data says
   return w.wr;
@@ -62,7 +70,7 @@ eng::SendWr& begin(ibv_qp_ex* x, eng::WrOpcode op) {
 QpEx::Wr* last(ibv_qp_ex* x) {
   QpEx& q = *qp_of_ex(x)->ex;
   if (q.batch.empty()) {
-    if (q.err == 0) q.err = EINVAL;
+    q.error(EINVAL, "an SGE or inline data with no WR before it (ibv_wr_<opcode> first)");
     return nullptr;
   }
   return &q.batch.back();
@@ -108,8 +116,7 @@ void wr_set_sge_list(ibv_qp_ex* x, size_t n, const ibv_sge* list) {
   QpEx::Wr* w = last(x);
   if (w == nullptr) return;
   if (n > qp_of_ex(x)->cap.max_send_sge) {
-    QpEx& q = *qp_of_ex(x)->ex;
-    if (q.err == 0) q.err = EINVAL;
+    qp_of_ex(x)->ex->error(EINVAL, "more SGEs than the QP's max_send_sge");
     return;
   }
   for (size_t i = 0; i < n; ++i) w->sge[i] = eng::Sge{list[i].addr, list[i].length, list[i].lkey};
@@ -122,8 +129,7 @@ void wr_set_inline_data_list(ibv_qp_ex* x, size_t n, const ibv_data_buf* bufs) {
   size_t length = 0;
   for (size_t i = 0; i < n; ++i) length += bufs[i].length;
   if (length > qp_of_ex(x)->cap.max_inline_data) {
-    QpEx& q = *qp_of_ex(x)->ex;
-    if (q.err == 0) q.err = EINVAL;
+    qp_of_ex(x)->ex->error(EINVAL, "more inline bytes than the QP's max_inline_data");
     return;
   }
   w->inline_bytes.clear();
@@ -141,6 +147,7 @@ void wr_start(ibv_qp_ex* x) {
   q.mu.lock();
   q.batch.clear();
   q.err = 0;
+  q.why = nullptr;
 }
 
 void wr_abort(ibv_qp_ex* x) {
@@ -153,6 +160,10 @@ int wr_complete(ibv_qp_ex* x) {
   Qp* qp = qp_of_ex(x);
   QpEx& q = *qp->ex;
   int rc = q.err;
+  if (rc != 0) {
+    dev_of(qp->qp.context)->log(Config::Log::kError, "ibv_wr_complete(QP %#x): %s: nothing of the batch is posted",
+                                qp->qpn, q.why);
+  }
   if (rc == 0 && !q.batch.empty()) {
     // The chain, its lists pointing into the batch (which no longer grows).
     for (size_t i = 0; i < q.batch.size(); ++i) {
@@ -180,7 +191,7 @@ int wr_complete(ibv_qp_ex* x) {
 void refuse_op(ibv_qp_ex* x) {
   QpEx& q = *qp_of_ex(x)->ex;
   q.batch.emplace_back();
-  if (q.err == 0) q.err = EOPNOTSUPP;
+  q.error(EOPNOTSUPP, "an opcode tita's RC QPs lack (memory windows, invalidate, TSO, UD or XRC addressing)");
 }
 void wr_bind_mw(ibv_qp_ex* x, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { refuse_op(x); }
 void wr_local_inv(ibv_qp_ex* x, uint32_t) { refuse_op(x); }
