@@ -21,7 +21,7 @@ import sys
 import time
 
 BUILD, WORK = sys.argv[1], sys.argv[2]
-ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 24
 TITA_RUN = os.path.join(BUILD, "apps", "tita-run")
 PY = "/usr/bin/python3"
 HOLD = ("import sys, time\n"
