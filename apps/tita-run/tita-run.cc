@@ -5,7 +5,8 @@
 //
 // The settings become TITA_* environment variables (what the library reads, so
 // children the program starts see the same device) and libtita-verbs.so is
-// preloaded. They are checked here first, with the library's own code, so a
+// preloaded. As root, the program runs in a mount namespace of its own where
+// tita0 has the device node and sysfs entries middleware looks for (view.h). They are checked here first, with the library's own code, so a
 // mistake is one line before the program starts, not an error deep inside it.
 #include <CLI/CLI.hpp>
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "tita/verbs/config.h"
+#include "view.h"
 
 namespace {
 
@@ -107,6 +109,15 @@ int main(int argc, char** argv) {
   if (lib.empty()) {
     std::fprintf(stderr, "tita-run: libtita-verbs.so not found (set TITA_VERBS_LIB)\n");
     return 2;
+  }
+  // The device node and sysfs entries that middleware (UCX, Open MPI) checks
+  // before it uses a device, in a mount namespace of the program's own
+  // (view.h). Without them libibverbs programs still run; say so, once.
+  if (std::string why; tita::run::make_device_view(c, &why) != 0) {
+    std::fprintf(stderr,
+                 "tita-run: no /dev/infiniband or sysfs view of %s (%s): UCX and Open MPI will not list it; "
+                 "libibverbs programs are unaffected\n",
+                 c.device.c_str(), why.c_str());
   }
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;

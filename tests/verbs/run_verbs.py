@@ -2,7 +2,7 @@
 """Unmodified rdma-core programs over tita, two processes on a vhost/virtio-user
 (or memif) pair, each started by tita-run; every run must exit 0 and report.
 
-  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check, engines
+  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check, engines, pyverbs, ucx
 
 tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
            refuses bad settings with one line before the program starts.
@@ -12,6 +12,8 @@ perftest:  ib_{send,write,read,atomic}_{bw,lat} with common flags (-s, -n, -D, -
 check:     verbs_check (the project's own libibverbs program): every opcode with its
            bytes compared, atomics under contention, the error cases, in one process
            (the device's internal loop) and between two.
+pyverbs:   rdma-core's pyverbs suite over a memif pair: no failure, no error, a pass count.
+ucx:       ucx_info -d lists tita0; rc_verbs refused at ibv_create_srq (EOPNOTSUPP, one line).
 """
 import os
 import re
@@ -143,7 +145,9 @@ def tools():
             r"max_msg_sz:\s+0x80000000", r"active_mtu:\s+4096 \(5\)", r"board_id:\s+tita on DPDK port net_ring0",
             # net_ring reports 10 Gb/s: one lane of FDR10's 10 Gb/s
             r"active_width:\s+1X \(1\)", r"active_speed:\s+10.0 Gbps \(8\)",
-            r"max_qp_wr:\s+1048576", r"max_mr_size:\s+0xffffffffffffffff", r"max_cqe:\s+4194304"]
+            r"max_qp_wr:\s+1048576", r"max_mr_size:\s+0xffffffffffffffff", r"max_cqe:\s+4194304",
+            # A software device's vendor (as rxe); a vdev's GUID from 02:00:<IPv4>, the same every run.
+            r"vendor_id:\s+0xffffff", r"node_guid:\s+0000:0aff:fe00:0001", r"sys_image_guid:\s+0000:0aff:fe00:0001"]
     if r.returncode != 0:
         fail(f"ibv_devinfo -v: rc {r.returncode}: {r.stderr}")
     for w in want:
@@ -352,8 +356,113 @@ def check():
         print("\n".join(l for l in out[who].splitlines() if l.startswith("verbs_check") or l.startswith("FAIL")))
 
 
+# rdma-core's own test suite (Debian ships it with rdma-core): what tita must pass.
+# Raise PYVERBS_MIN_PASS as tita gains features; doc/verbs.md has the table.
+PYVERBS_SUITE = "/usr/share/doc/rdma-core/tests"
+PYVERBS_MIN_PASS = 48
+
+
+def memif_listening(sock):
+    """Whether a memif server listens on `sock` (DPDK 22.11 makes it an abstract socket)."""
+    with open("/proc/net/unix") as f:
+        return any(line.rstrip().endswith("@" + sock) for line in f)
+
+
+def need_root(what):
+    if os.geteuid() != 0:
+        print(f"SKIP: {what} needs root (tita-run's device view: a mount namespace, a device node)")
+        sys.exit(77)
+
+
+def pyverbs():
+    """rdma-core 44's pyverbs suite (run_tests.py --dev tita0 --gid 0) in a tita-run
+    process on a memif client port whose server is a second tita-run process that
+    holds its device until the suite ends (the suite's QPs talk to each other
+    through the device's internal loop). No failure, no error, and at least
+    PYVERBS_MIN_PASS tests passed; every skip is the suite's own reason."""
+    need_root("the pyverbs suite over memif")
+    if not os.path.exists(os.path.join(PYVERBS_SUITE, "run_tests.py")) or subprocess.run(
+            ["/usr/bin/python3", "-c", "import pyverbs"], capture_output=True).returncode != 0:
+        print(f"SKIP: rdma-core's pyverbs suite ({PYVERBS_SUITE}, Debian python3-pyverbs) is not installed")
+        sys.exit(77)
+    suite = os.path.join(WORK, "pyverbs")
+    shutil.rmtree(suite, ignore_errors=True)
+    shutil.copytree(PYVERBS_SUITE, os.path.join(suite, "tests"))
+    subprocess.run("gunzip -f tests/*.gz", shell=True, cwd=suite, check=True)
+    sock = os.path.join(WORK, "pyverbs-memif.sock")
+    env = dict(os.environ, TITA_LINK_WAIT_MS="0")
+    # The peer: the memif server, holding its device until the suite is done.
+    hold = ("import sys\nfrom pyverbs.device import Context\nc = Context(name='tita0')\nsys.stdin.read()\n"
+            "c.close()\n")
+    peer = subprocess.Popen(tita("10.0.0.2", f"net_memif0,role=server,socket={sock},id=0") +
+                            ["/usr/bin/python3", "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    deadline = time.time() + 60
+    while not memif_listening(sock) and peer.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    log = open(os.path.join(WORK, "pyverbs.log"), "w+")
+    srv = subprocess.Popen(tita("10.0.0.1", f"net_memif0,role=client,socket={sock},id=0") +
+                           ["/usr/bin/python3", "tests/run_tests.py", "--dev", "tita0", "--gid", "0", "-v"],
+                           cwd=suite, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        rc = srv.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        rc = "timeout"
+    peer.stdin.close()
+    peer_rc = peer.wait(timeout=TIMEOUT)
+    log.seek(0)
+    out = log.read()
+    ran = re.search(r"^Ran (\d+) tests", out, re.M)
+    counts = {k: int(v) for k, v in re.findall(r"(failures|errors|skipped|expected failures)=(\d+)", out)}
+    if ran is None:
+        fail(f"pyverbs: no summary (rc {rc}):\n{out[-1500:]}")
+        return
+    passed = int(ran.group(1)) - sum(counts.values())
+    print(f"pyverbs: ran {ran.group(1)}, passed {passed}, failures {counts.get('failures', 0)}, "
+          f"errors {counts.get('errors', 0)}, skipped {counts.get('skipped', 0)}")
+    for line in re.findall(r"^(?:FAIL|ERROR): .*$", out, re.M):
+        fail(f"pyverbs: {line}")
+    if rc != 0:
+        fail(f"pyverbs: run_tests.py exited {rc}")
+    if passed < PYVERBS_MIN_PASS:
+        fail(f"pyverbs: {passed} tests passed, fewer than {PYVERBS_MIN_PASS}")
+    if peer_rc != 0:
+        fail(f"pyverbs: the memif peer exited {peer_rc}")
+
+
+def ucx():
+    """UCX 1.13 (Debian ucx-utils) inside tita-run: ucx_info -d lists tita0 (the
+    device node and sysfs view tita-run makes) with its rc_verbs and ud_verbs
+    transports; rc_verbs cannot open its interface until tita has shared receive
+    queues, and fails cleanly: ibv_create_srq answers EOPNOTSUPP, which the device
+    says in one line and UCX reports, and ucx_info still exits 0."""
+    need_root("UCX over tita")
+    need("ucx_info")
+    r = subprocess.run(tita("10.0.0.1", "net_ring0") + ["ucx_info", "-d"], capture_output=True, text=True,
+                       env=dict(os.environ, TITA_LINK_WAIT_MS="0"), timeout=TIMEOUT)
+    out = r.stdout + r.stderr
+    if r.returncode != 0:
+        fail(f"ucx_info -d: rc {r.returncode}:\n{out[-1000:]}")
+    md = out.split("# Memory domain: tita0", 1)
+    if len(md) != 2:
+        fail(f"ucx_info -d does not list tita0:\n{out[-1500:]}")
+        return
+    section = md[1].split("# Memory domain:", 1)[0]
+    for transport in ("rc_verbs", "ud_verbs"):
+        if not re.search(rf"Transport: {transport}\s*\n#\s+Device: tita0:1", section):
+            fail(f"ucx_info -d: tita0 lacks the {transport} transport")
+    said = re.findall(r"^tita: ibv_create_srq: .*$", out, re.M)
+    if len(said) != 1 or "not supported" not in said[0]:
+        fail(f"ucx_info -d: the device said {said} about ibv_create_srq (want one line: not supported)")
+    if "ibv_create_srq() failed: Operation not supported" not in out:
+        fail("ucx_info -d: UCX did not report ibv_create_srq failing with EOPNOTSUPP")
+    print(f"ucx: tita0 listed with rc_verbs and ud_verbs; rc_verbs refused at ibv_create_srq: {said[0]}")
+
+
 os.makedirs(WORK, exist_ok=True)
-{"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check, "engines": engines}[GROUP]()
+{"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check, "engines": engines,
+ "pyverbs": pyverbs, "ucx": ucx}[GROUP]()
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)

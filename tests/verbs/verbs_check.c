@@ -730,6 +730,183 @@ static void threads(struct dev *d) {
   connect_qp(d, &t, &ps, 7);
 }
 
+/* ------------------------------------------------------------------ extended verbs */
+
+/* Up to n completions of an extended CQ, read one at a time
+ * (ibv_start_poll / ibv_next_poll / ibv_end_poll and the accessors). */
+struct xwc {
+  uint64_t wr_id;
+  enum ibv_wc_status status;
+  enum ibv_wc_opcode opcode;
+  uint32_t qp_num, byte_len, flags;
+};
+static int poll_ex(struct ibv_cq_ex *cq, int n, struct xwc *out) {
+  int got = 0;
+  const uint64_t until = now_ms() + TIMEOUT_MS;
+  struct ibv_poll_cq_attr attr = {.comp_mask = 0};
+  while (got < n && now_ms() < until) {
+    int rc = ibv_start_poll(cq, &attr);
+    if (rc == ENOENT) continue;
+    if (rc != 0) return got;
+    do {
+      out[got].wr_id = cq->wr_id;
+      out[got].status = cq->status;
+      out[got].opcode = ibv_wc_read_opcode(cq);
+      out[got].qp_num = ibv_wc_read_qp_num(cq);
+      out[got].byte_len = ibv_wc_read_byte_len(cq);
+      out[got].flags = ibv_wc_read_wc_flags(cq);
+      ++got;
+    } while (got < n && ibv_next_poll(cq) == 0);
+    ibv_end_poll(cq);
+  }
+  return got;
+}
+
+/* A QP made with send-ops flags, driven by the ibv_wr_* API; its completions
+ * read from an extended CQ; the refusals of what tita lacks (EOPNOTSUPP). */
+static void extended_verbs(struct dev *d) {
+  const uint32_t off = ERRORS_OFF + (512u << 10);
+  uint8_t *src = d->buf + off, *dst = src + 8192, *back = src + 16384, *rbuf = src + 24576;
+  uint64_t *word = (uint64_t *)(src + 32768), *result = (uint64_t *)(src + 32768 + 64);
+  struct ibv_cq_init_attr_ex ca = {.cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS};
+  struct ibv_cq_ex *xcq = ibv_create_cq_ex(d->ctx, &ca);
+  CHECK(xcq != NULL, "ibv_create_cq_ex with IBV_WC_STANDARD_FLAGS: %s", strerror(errno));
+  if (xcq == NULL) return;
+  struct ibv_qp_init_attr_ex xa = {
+      .send_cq = ibv_cq_ex_to_cq(xcq), .recv_cq = ibv_cq_ex_to_cq(xcq),
+      .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4, .max_recv_sge = 4, .max_inline_data = 64},
+      .qp_type = IBV_QPT_RC, .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = d->pd,
+      .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+                        IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD};
+  struct qp x = {.qp = ibv_create_qp_ex(d->ctx, &xa), .cq = ibv_cq_ex_to_cq(xcq), .psn = 77};
+  struct ibv_qp_ex *qx = x.qp != NULL ? ibv_qp_to_qp_ex(x.qp) : NULL;
+  CHECK(qx != NULL, "ibv_create_qp_ex with send-ops flags and ibv_qp_to_qp_ex: %s", strerror(errno));
+  if (qx == NULL) return;
+  struct qp y = make_qp(d, 16, 64, 0);
+  CHECK(ibv_qp_to_qp_ex(y.qp) == NULL, "a QP made without send-ops flags has no extended API");
+  struct peer px = describe(d, &x), py = describe(d, &y);
+  CHECK(connect_qp(d, &x, &py, 7) == 0 && connect_qp(d, &y, &px, 7) == 0, "connect the extended QP");
+  const uint64_t yb = py.addr + off;  /* the same buffer, seen through y's peer description */
+  fill(src, 3000, 4242);
+  memset(dst, 0, 8192);
+  memset(rbuf, 0, 256);
+  *word = 1000;
+  *result = 0;
+  post_recv(&y, rbuf, 64, d->mr->lkey, 21);
+  post_recv(&y, rbuf + 128, 64, d->mr->lkey, 22);
+
+  /* One batch of four WRs: a WRITE of two SGEs, an inline SEND, a WRITE with
+   * immediate, a fetch-and-add. */
+  ibv_wr_start(qx);
+  qx->wr_id = 1;
+  qx->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(qx, py.rkey, yb + 8192);
+  struct ibv_sge two[2] = {{(uintptr_t)src, 1000, d->mr->lkey}, {(uintptr_t)(src + 1000), 2000, d->mr->lkey}};
+  ibv_wr_set_sge_list(qx, 2, two);
+  qx->wr_id = 2;
+  ibv_wr_send(qx);
+  ibv_wr_set_inline_data(qx, src + 100, 40);
+  qx->wr_id = 3;
+  ibv_wr_rdma_write_imm(qx, py.rkey, yb + 8192 + 4000, htonl(0xabc));
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)src, 100);
+  qx->wr_id = 4;
+  ibv_wr_atomic_fetch_add(qx, py.rkey, yb + 32768, 5);
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)result, 8);
+  CHECK(ibv_wr_complete(qx) == 0, "ibv_wr_complete of four WRs");
+  struct xwc w[4];
+  memset(w, 0, sizeof w);
+  const int got = poll_ex(xcq, 4, w);
+  CHECK(got == 4, "extended CQ: %d of 4 completions", got);
+  const enum ibv_wc_opcode want_op[4] = {IBV_WC_RDMA_WRITE, IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_FETCH_ADD};
+  for (int i = 0; i < got; ++i) {
+    CHECK(w[i].wr_id == (uint64_t)(i + 1) && w[i].status == IBV_WC_SUCCESS && w[i].opcode == want_op[i] &&
+              w[i].qp_num == x.qp->qp_num,
+          "extended completion %d: wr_id %llu status %d opcode %d qp %#x", i, (unsigned long long)w[i].wr_id,
+          w[i].status, w[i].opcode, w[i].qp_num);
+  }
+  struct ibv_wc rw[2];
+  CHECK(wait_wc(y.cq, 2, rw) == 2, "the receiver's two completions");
+  CHECK(rw[0].wr_id == 21 && rw[0].opcode == IBV_WC_RECV && rw[0].byte_len == 40 && memcmp(rbuf, src + 100, 40) == 0,
+        "the inline SEND's 40 bytes");
+  CHECK(rw[1].wr_id == 22 && rw[1].opcode == IBV_WC_RECV_RDMA_WITH_IMM && (rw[1].wc_flags & IBV_WC_WITH_IMM) &&
+            ntohl(rw[1].imm_data) == 0xabc,
+        "the WRITE with immediate's completion and immediate");
+  CHECK(same(dst, 3000, 4242), "the two-SGE WRITE's bytes");
+  CHECK(same(dst + 4000, 100, 4242), "the WRITE with immediate's bytes");
+  CHECK(*word == 1005 && *result == 1000, "fetch-and-add: %llu (want 1005), returned %llu (want 1000)",
+        (unsigned long long)*word, (unsigned long long)*result);
+
+  /* A READ back, then its completion through ibv_poll_cq on the same CQ. */
+  memset(back, 0, 4096);
+  ibv_wr_start(qx);
+  qx->wr_id = 5;
+  qx->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_read(qx, py.rkey, yb + 8192);
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)back, 3000);
+  CHECK(ibv_wr_complete(qx) == 0, "ibv_wr_complete of a READ");
+  struct ibv_wc one;
+  CHECK(wait_wc(x.cq, 1, &one) == 1 && one.wr_id == 5 && one.status == IBV_WC_SUCCESS &&
+            one.opcode == IBV_WC_RDMA_READ && same(back, 3000, 4242),
+        "the READ through ibv_wr_*, polled with ibv_poll_cq");
+
+  /* A batch's first error is ibv_wr_complete's answer, and nothing of it is
+   * posted; an aborted batch posts nothing. */
+  ibv_wr_start(qx);
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)src, 8);
+  CHECK(ibv_wr_complete(qx) == EINVAL, "an SGE with no WR before it: want EINVAL");
+  struct ibv_sge five[5];
+  for (int i = 0; i < 5; ++i) five[i] = (struct ibv_sge){(uintptr_t)(src + 8 * i), 8, d->mr->lkey};
+  ibv_wr_start(qx);
+  qx->wr_id = 6;
+  ibv_wr_rdma_write(qx, py.rkey, yb + 8192);
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)src, 8);
+  qx->wr_id = 7;
+  ibv_wr_rdma_write(qx, py.rkey, yb + 8192);
+  ibv_wr_set_sge_list(qx, 5, five);
+  CHECK(ibv_wr_complete(qx) == EINVAL, "five SGEs on a QP of four: want EINVAL");
+  ibv_wr_start(qx);
+  qx->wr_id = 8;
+  ibv_wr_send(qx);
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)src, 8);
+  ibv_wr_abort(qx);
+  ibv_wr_start(qx);
+  qx->wr_id = 9;
+  ibv_wr_rdma_write(qx, py.rkey, yb + 8192);
+  ibv_wr_set_sge(qx, d->mr->lkey, (uintptr_t)src, 8);
+  CHECK(ibv_wr_complete(qx) == 0, "a batch after the refused and aborted ones");
+  CHECK(poll_ex(xcq, 1, w) == 1 && w[0].wr_id == 9 && w[0].status == IBV_WC_SUCCESS,
+        "only the last batch's WR completed (wr_id %llu)", (unsigned long long)w[0].wr_id);
+
+  /* What tita lacks: EOPNOTSUPP, as rdma-core's providers answer. */
+  errno = 0;
+  CHECK(ibv_reg_mr(d->pd, src, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND) == NULL && errno == EOPNOTSUPP,
+        "ibv_reg_mr with IBV_ACCESS_MW_BIND: want EOPNOTSUPP (errno %d)", errno);
+  errno = 0;
+  CHECK(ibv_alloc_mw(d->pd, IBV_MW_TYPE_2) == NULL && errno == EOPNOTSUPP, "ibv_alloc_mw: want EOPNOTSUPP");
+  struct ibv_cq_init_attr_ex ts = {.cqe = 8, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+  errno = 0;
+  CHECK(ibv_create_cq_ex(d->ctx, &ts) == NULL && errno == EOPNOTSUPP, "a CQ with timestamps: want EOPNOTSUPP");
+  struct ibv_qp_init_attr_ex fa = xa;
+  fa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  fa.create_flags = 0;
+  struct ibv_qp *plain = ibv_create_qp_ex(d->ctx, &fa);
+  CHECK(plain != NULL, "ibv_create_qp_ex with create flags of none: %s", strerror(errno));
+  if (plain) ibv_destroy_qp(plain);
+  fa.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+  errno = 0;
+  CHECK(ibv_create_qp_ex(d->ctx, &fa) == NULL && errno == EOPNOTSUPP, "a create flag: want EOPNOTSUPP");
+  fa = xa;
+  fa.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW;
+  errno = 0;
+  CHECK(ibv_create_qp_ex(d->ctx, &fa) == NULL && errno == EOPNOTSUPP, "send-ops flag BIND_MW: want EOPNOTSUPP");
+  ibv_destroy_qp(x.qp);
+  ibv_destroy_qp(y.qp);
+  ibv_destroy_cq(y.cq);
+  CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(xcq)) == 0, "destroy the extended CQ");
+}
+
+/* ------------------------------------------------------------------ loopback */
+
 static void loopback(void) {
   struct dev d;
   open_dev(&d);
@@ -981,6 +1158,8 @@ static void loopback(void) {
       CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy the channel");
     }
   }
+
+  extended_verbs(&d);
 
   /* What tita does not have fails cleanly. */
   {

@@ -7,11 +7,16 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
+#include <rte_interrupts.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -42,7 +47,47 @@ Args split_args(int argc, char** argv) {
   return a;
 }
 
-void eal_cleanup() { rte_eal_cleanup(); }
+namespace {
+
+// EAL's interrupt thread, parked in a callback of ours for the rest of the
+// process (park_interrupt_thread, port.h). Its last act is reading our eventfd.
+struct InterruptPark {
+  int fd = -1;
+  std::atomic<bool> parked{false};
+};
+
+void park_here(void* arg) {
+  auto* p = static_cast<InterruptPark*>(arg);
+  uint64_t v;
+  if (read(p->fd, &v, sizeof v) < 0) {
+    // Nothing to do: the count is irrelevant, only that this thread runs here.
+  }
+  p->parked.store(true, std::memory_order_release);
+  for (;;) pause();  // the process's exit ends it
+}
+
+}  // namespace
+
+void park_interrupt_thread() {
+  static InterruptPark park;  // the parked thread holds it to the end
+  if (park.fd >= 0) return;
+  park.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (park.fd < 0) return;
+  rte_intr_handle* h = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);  // malloc'd, not EAL memory
+  if (h == nullptr || rte_intr_fd_set(h, park.fd) != 0 || rte_intr_type_set(h, RTE_INTR_HANDLE_EXT) != 0 ||
+      rte_intr_callback_register(h, park_here, &park) != 0) {
+    return;
+  }
+  const uint64_t one = 1;
+  if (write(park.fd, &one, sizeof one) != sizeof one) return;
+  // A second at most: a thread that never comes is stuck elsewhere, and teardown goes on.
+  for (int i = 0; i < 10'000 && !park.parked.load(std::memory_order_acquire); ++i) usleep(100);
+}
+
+void eal_cleanup() {
+  park_interrupt_thread();
+  rte_eal_cleanup();
+}
 
 void quiet_logs() { rte_log_set_global_level(RTE_LOG_CRIT); }
 

@@ -298,4 +298,21 @@ int load(Config* c, std::string* err) {
   return check(*c, err);
 }
 
+uint64_t eui64(const uint8_t mac[6]) {
+  return uint64_t{static_cast<uint8_t>(mac[0] ^ 2)} << 56 | uint64_t{mac[1]} << 48 | uint64_t{mac[2]} << 40 |
+         uint64_t{0xff} << 32 | uint64_t{0xfe} << 24 | uint64_t{mac[3]} << 16 | uint64_t{mac[4]} << 8 | mac[5];
+}
+
+bool settled_node_guid(const Config& c, uint64_t* guid) {
+  if (!c.mac.empty()) {
+    *guid = eui64(c.mac_bytes);
+    return true;
+  }
+  if (c.vdev.empty()) return false;
+  const uint8_t from_ip[6] = {0x02, 0x00, static_cast<uint8_t>(c.ipv4 >> 24), static_cast<uint8_t>(c.ipv4 >> 16),
+                              static_cast<uint8_t>(c.ipv4 >> 8), static_cast<uint8_t>(c.ipv4)};
+  *guid = eui64(from_ip);
+  return true;
+}
+
 }  // namespace tita::verbs

@@ -3,6 +3,8 @@
 // what the application left behind), and asynchronous events, which reach the
 // application through a pipe as the kernel's event file does.
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +26,8 @@ void init_context(Context* c, Device* d) {
   v.query_port = op_query_port;
   v.query_device_ex = op_query_device_ex;
   v.create_qp_ex = op_create_qp_ex;
+  v.create_cq_ex = op_create_cq_ex;
+  refuse_missing_ops(v);
   ibv_context& ctx = v.context;
   ctx.device = d->ibv();
   ctx.ops.poll_cq = op_poll_cq;
@@ -31,7 +35,7 @@ void init_context(Context* c, Device* d) {
   ctx.ops.post_send = op_post_send;
   ctx.ops.post_recv = op_post_recv;
   ctx.ops.post_srq_recv = op_post_srq_recv;
-  ctx.cmd_fd = -1;
+  ctx.cmd_fd = c->cmd_file;
   ctx.async_fd = c->async_pipe[0];
   ctx.num_comp_vectors = 1;
   pthread_mutex_init(&ctx.mutex, nullptr);
@@ -130,6 +134,10 @@ TITA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
     delete c;
     return nullptr;
   }
+  // The context's command file: a kernel context's is its uverbs file, which
+  // programs may dup() and hand to ibv_import_device; tita's is a file of its
+  // own (distinct inode), which ibv_import_device recognises and refuses.
+  c->cmd_file = memfd_create("tita-verbs-context", MFD_CLOEXEC);
   init_context(c, d);
   d->attach(c);
   return &c->vctx.context;
@@ -156,9 +164,26 @@ TITA_EXPORT int ibv_close_device(ibv_context* ctx) {
   d->detach(c);
   close(c->async_pipe[0]);
   close(c->async_pipe[1]);
+  if (c->cmd_file >= 0) close(c->cmd_file);
   pthread_mutex_destroy(&ctx->mutex);
   delete c;
   return 0;
+}
+
+// A dup() of a context's command file, handed over to share its objects:
+// tita's objects live in one process.
+TITA_EXPORT ibv_context* ibv_import_device(int cmd_fd) {
+  struct stat st;
+  if (fstat(cmd_fd, &st) == 0) {
+    std::string err;
+    if (Device* d = Device::get(&err); d != nullptr) {
+      if (Context* c = d->context_of_file(st.st_dev, st.st_ino)) {
+        errno = refuse(&c->vctx.context, "ibv_import_device (objects live in one process)");
+        return nullptr;
+      }
+    }
+  }
+  return forward(REAL(ibv_import_device, "IBVERBS_1.10"), nullptr, cmd_fd);
 }
 
 // ---------------------------------------------------------------- asynchronous events

@@ -60,7 +60,15 @@ int poll_lane(Device* d, Cq* cq, uint32_t lane, int n, ibv_wc* wc) {
 
 int op_poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
   Cq* cq = cq_of(ibcq);
-  Device* d = dev_of(ibcq->context);
+  if (cq->ex != nullptr) {  // an extended CQ: what start_poll took and nobody consumed comes first
+    const int got = take_polled(cq, n, wc);
+    if (got > 0) return got;
+  }
+  return poll_engine(cq, n, wc);
+}
+
+int poll_engine(Cq* cq, int n, ibv_wc* wc) {
+  Device* d = dev_of(cq->cq.context);
   const uint32_t lanes = d->lanes();
   if (lanes == 1) return poll_lane(d, cq, 0, n, wc);
   // Every lane's part, starting from another lane each time.
@@ -122,6 +130,7 @@ int destroy_cq(Cq* cq, bool wait_events) {
   Context* c = context_of(cq->cq.context);
   untrack(c, c->cqs, cq);
   destroy_event_sync(cq->cq);
+  release_cq_ex(cq);
   delete cq;
   return 0;
 }

@@ -126,6 +126,7 @@ void Device::shutdown() {
   const bool was_pending = sigismember(&pending, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
   if (d->cfg_.log < Config::Log::kInfo) dpdk::quiet_logs();
+  dpdk::park_interrupt_thread();  // no interrupt callback runs while the port and EAL go (port.h)
   d->port_.close();
   dpdk::eal_cleanup();
   sigpending(&pending);
@@ -192,9 +193,8 @@ int Device::init(std::string* err) {
   } else {
     std::memcpy(mac_, port_.mac(), 6);
   }
-  // The node GUID, EUI-64 from the MAC as RoCE NICs derive it.
-  guid_ = uint64_t{static_cast<uint8_t>(mac_[0] ^ 2)} << 56 | uint64_t{mac_[1]} << 48 | uint64_t{mac_[2]} << 40 |
-          uint64_t{0xff} << 32 | uint64_t{0xfe} << 24 | uint64_t{mac_[3]} << 16 | uint64_t{mac_[4]} << 8 | mac_[5];
+  // The node GUID: the one the settings fix (config.h), else the NIC's MAC's.
+  if (!settled_node_guid(cfg_, &guid_)) guid_ = eui64(mac_);
   ibv_.node_type = IBV_NODE_CA;
   ibv_.transport_type = IBV_TRANSPORT_IB;
   std::snprintf(ibv_.name, sizeof ibv_.name, "%s", cfg_.device.c_str());
@@ -274,6 +274,15 @@ int Device::attach(Context* c) {
   }
   for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { run(*l); });
   return 0;
+}
+
+Context* Device::context_of_file(dev_t dev, ino_t ino) {
+  std::lock_guard lock(contexts_mu_);
+  for (Context* c : contexts_) {
+    struct stat st;
+    if (c->cmd_file >= 0 && fstat(c->cmd_file, &st) == 0 && st.st_dev == dev && st.st_ino == ino) return c;
+  }
+  return nullptr;
 }
 
 void Device::detach(Context* c) {

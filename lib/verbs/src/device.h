@@ -23,6 +23,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstddef>
@@ -53,6 +54,7 @@ struct Context {
   verbs_context vctx;  // ibv_context is its last member
   Device* dev = nullptr;
   int async_pipe[2] = {-1, -1};  // read end is ibv_context::async_fd
+  int cmd_file = -1;             // ibv_context::cmd_fd (a memfd: ibv_import_device knows it by its inode)
   std::mutex async_mu;
   std::deque<ibv_async_event> async_events;
   // What this context created, released with it if the application does not.
@@ -85,8 +87,15 @@ struct Channel {
   std::deque<struct Cq*> events;
 };
 
+struct CqEx;  // cq_ex.cc: what an extended CQ's start_poll/next_poll hold
+struct QpEx;  // qp_ex.cc: the ibv_wr_* batch being built
+
 struct Cq {
-  ibv_cq cq;
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cqx;  // made by ibv_create_cq_ex: the same first fields, then the polling ops
+  };
+  CqEx* ex = nullptr;  // set for a CQ made by ibv_create_cq_ex
   uint32_t id = 0;  // on every lane
   // Armed by ibv_req_notify_cq: the first lane's completion event is the
   // one event of this arming (the others' are dropped until the next).
@@ -97,7 +106,11 @@ struct Cq {
 };
 
 struct Qp {
-  ibv_qp qp;
+  union {
+    ibv_qp qp;
+    ibv_qp_ex qpx;  // qp_base is qp; its ibv_wr_* ops are set for a QP made with send-ops flags
+  };
+  QpEx* ex = nullptr;  // set for a QP made with send-ops flags
   uint32_t qpn = 0;
   uint32_t lane = 0;  // the engine that runs it
   ibv_qp_cap cap{};
@@ -124,6 +137,8 @@ class Device {
   // ibv_open_device / ibv_close_device.
   int attach(Context* c);
   void detach(Context* c);
+  // The open context whose command file is this file (device and inode), or nullptr.
+  Context* context_of_file(dev_t dev, ino_t ino);
 
   // Where progress came from (reported at close with log=info).
   struct ProgressStats {

@@ -15,7 +15,9 @@
 //   pd_mr.cc        protection domains and memory regions
 //   cq.cc           completion queues, completion channels and their events, polling
 //   qp.cc           RC queue pairs: create, modify, query, destroy; posting work
-//   unsupported.cc  what RC QPs on tita do not have (SRQ, address handles, multicast, ...)
+//   qp_ex.cc        the extended send API (ibv_create_qp_ex with send-ops flags, ibv_wr_*)
+//   cq_ex.cc        extended CQs (ibv_create_cq_ex, start_poll/next_poll/end_poll, read_*)
+//   unsupported.cc  what tita does not have (SRQ, address handles, multicast, ...): EOPNOTSUPP, one line
 //   interpose.cc    the engine's numbers checked against libibverbs'; the library's unload
 // A new family (SRQ, UD and address handles, extended verbs, a CM) is a file
 // of its own, with what the others need of it declared here.
@@ -55,6 +57,13 @@ constexpr uint32_t kMaxCq = 1u << 16;
 constexpr int kMaxCqe = 1 << 22;
 constexpr uint32_t kMaxWr = 1u << 20;
 constexpr uint8_t kLocalCaAckDelay = 15;
+// A software device's vendor, as Linux's rxe reports it (IEEE has assigned
+// no OUI to software RoCE): non-zero, so tools that require one (rdma-core's
+// test suite) accept it, and unknown to those that tune per vendor (perftest).
+constexpr uint32_t kVendorId = 0xFFFFFF;
+// GID entries of the port: index 0 is the device's address; the rest are
+// empty (room for more addresses, as a kernel RoCE port has).
+constexpr int kGidTableLen = 16;
 
 // ---------------------------------------------------------------- the real libibverbs
 
@@ -166,9 +175,36 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad);   // qp.cc
 int op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad);   // qp.cc
 ibv_qp* op_create_qp_ex(ibv_context*, ibv_qp_init_attr_ex* attr);     // qp.cc
 int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad);   // unsupported.cc
+ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);  // cq_ex.cc
 int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);  // query.cc
 int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
                        size_t len);                                   // query.cc
+
+// What tita lacks (unsupported.cc): one line naming `what`, and EOPNOTSUPP
+// (to return, or to put in errno). refuse_missing_ops fills the context's
+// slots of features tita lacks with such refusals, so that libibverbs' inline
+// functions (ibv_alloc_mw, ibv_open_xrcd, ...) say why too.
+int refuse(ibv_context* ctx, const char* what);
+void refuse_missing_ops(verbs_context& v);
+
+// The extended send API (qp_ex.cc): the ibv_wr_* ops of a QP made with
+// send-ops flags (those checked by the caller), and their release.
+void enable_qp_ex(Qp* qp);
+void release_qp_ex(Qp* qp);
+// Extended CQs (cq_ex.cc): completions start_poll took from the engine that
+// the application has not consumed come first in ibv_poll_cq; their release.
+int take_polled(Cq* cq, int n, ibv_wc* wc);
+// Up to n completions from the engine (every lane), none taken before: what
+// ibv_poll_cq does for a plain CQ (cq.cc). -1: the CQ overflowed.
+int poll_engine(Cq* cq, int n, ibv_wc* wc);
+void release_cq_ex(Cq* cq);
+
+// A doorbell after posting on a lane (the caller holds its lock): the work
+// leaves now, unless the application polls its CQ anyway, whose next step
+// sends what accumulated in one burst.
+inline void doorbell(Device* d, uint32_t lane) {
+  if (!d->app_polling(lane)) d->step(lane, false);
+}
 
 // Destruction, for the entry points and for ibv_close_device, which releases
 // what the application left behind. `wait_events`: wait for the application's

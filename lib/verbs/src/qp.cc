@@ -154,9 +154,7 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       break;
     }
   }
-  // A doorbell: out now, unless the application polls its CQ anyway, whose
-  // next step sends what accumulated in one burst.
-  if (!d->app_polling(qp->lane)) d->step(qp->lane, false);
+  doorbell(d, qp->lane);
   return rc;
 }
 
@@ -179,16 +177,43 @@ int op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   return 0;
 }
 
-ibv_qp* op_create_qp_ex(ibv_context*, ibv_qp_init_attr_ex* attr) {
-  // Only what ibv_create_qp offers: a PD (and no send-ops flags, create flags or extensions).
-  if ((attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) != 0 || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
-    errno = EOPNOTSUPP;
+// The send opcodes of the extended API that tita's RC QPs carry.
+constexpr uint64_t kSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+                              IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                              IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+
+ibv_qp* op_create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
+  // What ibv_create_qp offers, create flags of none, and the send-ops flags
+  // of the opcodes above (the ibv_wr_* API, qp_ex.cc).
+  const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+    dev_of(ctx)->log(Config::Log::kError, "ibv_create_qp_ex: no PD (comp_mask lacks IBV_QP_INIT_ATTR_PD)");
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (attr->comp_mask & ~known) {
+    errno = refuse(ctx, (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? "ibv_create_qp_ex: XRC domains"
+                        : (attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+                            ? "ibv_create_qp_ex: RSS (indirection tables, RX hash)"
+                            : "ibv_create_qp_ex: comp_mask beyond PD, create flags and send-ops flags (TSO, ...)");
+    return nullptr;
+  }
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) {
+    errno = refuse(ctx, "ibv_create_qp_ex: create_flags (scatter FCS, CVLAN stripping, source QPN, ...)");
+    return nullptr;
+  }
+  const bool send_ops = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (send_ops && (attr->send_ops_flags & ~kSendOps) != 0) {
+    errno = refuse(ctx, "ibv_create_qp_ex: send_ops_flags beyond WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM, READ "
+                        "and the two atomics (memory windows, local invalidate, TSO, atomic write)");
     return nullptr;
   }
   ibv_qp_init_attr a{.qp_context = attr->qp_context, .send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
                      .srq = attr->srq, .cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all};
   ibv_qp* qp = create_qp(attr->pd, &a);
-  if (qp != nullptr) attr->cap = a.cap;
+  if (qp == nullptr) return nullptr;
+  attr->cap = a.cap;
+  if (send_ops) enable_qp_ex(qp_of(qp));
   return qp;
 }
 
@@ -213,6 +238,7 @@ int destroy_qp(Qp* qp, bool wait_events) {
   Context* c = context_of(qp->qp.context);
   untrack(c, c->qps, qp);
   destroy_event_sync(qp->qp);
+  release_qp_ex(qp);
   delete qp;
   return 0;
 }

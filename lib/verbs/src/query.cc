@@ -1,7 +1,10 @@
 // What the device says about itself: its attributes (ibv_query_device and
-// the extended query libibverbs calls inline), its one port, its GID table of
-// one RoCE v2 entry, its one P_Key, the sysfs file ibv_devinfo reads, and the
-// Ethernet address of a GID (from the engines' ARP tables).
+// the extended query libibverbs calls inline), its one port, its GID table
+// (kGidTableLen entries, of which index 0, the IPv4-mapped address, RoCE v2,
+// is the one in use: the others are empty, as a kernel RoCE device's are
+// until the netdev gains addresses), its one P_Key, the sysfs file
+// ibv_devinfo reads, and the Ethernet address of a GID (from the engines' ARP
+// tables).
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -52,12 +55,12 @@ void ib_speed(uint32_t mbps, uint8_t* width, uint8_t* speed) {
 
 void fill_device_attr(Device* d, ibv_device_attr* a) {
   std::memset(a, 0, sizeof *a);
-  std::snprintf(a->fw_ver, sizeof a->fw_ver, "tita 0.1.0");
+  std::snprintf(a->fw_ver, sizeof a->fw_ver, "%s", kFirmwareVersion);
   a->node_guid = htobe64(d->node_guid());
   a->sys_image_guid = a->node_guid;
   a->max_mr_size = ~uint64_t{0};
   a->page_size_cap = ~uint64_t{0xfff};
-  a->vendor_id = 0;
+  a->vendor_id = kVendorId;
   a->vendor_part_id = 0;
   a->hw_ver = 0;
   a->max_qp = static_cast<int>(d->config().engine.max_qps);
@@ -84,7 +87,7 @@ int fill_port_attr(Device* d, uint8_t port, ibv_port_attr* a) {
   a->state = d->link_up() ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
   a->max_mtu = mtu_enum(d->max_path_mtu());
   a->active_mtu = a->max_mtu;
-  a->gid_tbl_len = 1;
+  a->gid_tbl_len = kGidTableLen;
   a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   a->max_msg_sz = static_cast<uint32_t>(eng::kMaxMessageBytes);
   if (eng::EngineCounters c; d->counters(&c)) {
@@ -99,8 +102,10 @@ int fill_port_attr(Device* d, uint8_t port, ibv_port_attr* a) {
   return 0;
 }
 
-// The GID table and the P_Key table hold one entry each: port 1, index 0.
+// The P_Key table holds one entry, and the GID table one in use: port 1, index 0.
 bool the_entry(uint32_t port, int64_t index) { return port == 1 && index == 0; }
+// An index of the GID table, used or empty.
+bool in_gid_table(uint32_t port, int64_t index) { return port == 1 && index >= 0 && index < kGidTableLen; }
 
 // The answer of the calls rdma-core documents as returning -1 and setting errno.
 int fail_with_errno(int err) {
@@ -125,6 +130,10 @@ int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   if (input != nullptr && input->comp_mask != 0) return EINVAL;
   ibv_device_attr_ex a{};
   fill_device_attr(dev_of(ctx), &a.orig_attr);
+  // Nothing beyond the plain attributes but the port count: no on-demand
+  // paging caps, timestamps, TSO, RSS, tag matching, packet pacing or device
+  // memory (all zero, which is how a provider says "none").
+  a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
   a.max_dm_size = 0;
   std::memset(attr, 0, len);
   std::memcpy(attr, &a, std::min(len, sizeof a));
@@ -150,8 +159,12 @@ TITA_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_
 
 TITA_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
   if (!Device::ours(ctx)) return forward(REAL(ibv_query_gid, "IBVERBS_1.1"), -1, ctx, port, index, gid);
-  if (!the_entry(port, index)) return fail_with_errno(EINVAL);
-  std::memcpy(gid->raw, dev_of(ctx)->gid().raw, 16);
+  if (!in_gid_table(port, index)) return fail_with_errno(EINVAL);
+  if (index == 0) {
+    std::memcpy(gid->raw, dev_of(ctx)->gid().raw, 16);
+  } else {
+    std::memset(gid->raw, 0, 16);  // an empty entry reads as the zero GID, as libibverbs reports it
+  }
   return 0;
 }
 
@@ -162,8 +175,8 @@ TITA_EXPORT int ibv_query_gid_type(ibv_context* ctx, uint8_t port, unsigned int 
     auto f = real<int (*)(ibv_context*, uint8_t, unsigned int, int*)>("ibv_query_gid_type", "IBVERBS_PRIVATE_34");
     return forward(f, EINVAL, ctx, port, index, type);
   }
-  if (!the_entry(port, index)) return EINVAL;
-  *type = kGidTypeSysfsRoceV2;
+  if (!in_gid_table(port, index)) return EINVAL;
+  *type = kGidTypeSysfsRoceV2;  // an empty entry's type, as a kernel RoCE device's, is RoCE v2 too
   return 0;
 }
 
@@ -173,8 +186,8 @@ TITA_EXPORT int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t inde
     return forward(REAL(_ibv_query_gid_ex, "IBVERBS_1.11"), EINVAL, ctx, port, index, entry, flags, entry_size);
   }
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
-  if (port != 1) return EINVAL;
-  if (index != 0) return ENODATA;
+  if (port != 1 || index >= kGidTableLen) return EINVAL;
+  if (index != 0) return ENODATA;  // an empty entry
   std::memset(entry, 0, entry_size);
   std::memcpy(entry->gid.raw, dev_of(ctx)->gid().raw, 16);
   entry->gid_index = 0;
@@ -190,9 +203,9 @@ TITA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entrie
     return forward(REAL(_ibv_query_gid_table, "IBVERBS_1.11"), -EINVAL, ctx, entries, max_entries, flags, entry_size);
   }
   if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-  if (max_entries < 1) return -EINVAL;
+  if (max_entries < 1) return -EINVAL;  // fewer than the entries in use
   _ibv_query_gid_ex(ctx, 1, 0, entries, 0, entry_size);
-  return 1;
+  return 1;  // the entries in use
 }
 
 TITA_EXPORT int ibv_query_pkey(ibv_context* ctx, uint8_t port, int index, __be16* pkey) {

@@ -30,8 +30,19 @@ struct Args {
 };
 Args split_args(int argc, char** argv);
 
+// At the end of a process, before its ports close: parks EAL's interrupt
+// thread in a callback of ours for good, so that no interrupt callback runs
+// any more (none is served afterwards: link changes, memif connections). DPDK
+// 22.11's memif server frees its listener socket and the socket's interrupt
+// handle at close without unregistering them, and rte_eal_cleanup unmaps
+// EAL's memory with that thread still running: a peer's disconnect or
+// connection attempt at that moment made the thread read freed or unmapped
+// memory, a SIGSEGV at exit (issue 30). Parked first, the thread sees none of
+// it, and closing a port unregisters its callbacks at once (none is running).
+void park_interrupt_thread();
 // rte_eal_cleanup: releases what EAL holds (hugepage files, vdev sockets). EAL
-// cannot be started again in the same process afterwards.
+// cannot be started again in the same process afterwards. Parks the interrupt
+// thread first if the caller has not.
 void eal_cleanup();
 
 // Only critical DPDK log messages from now on: for a teardown whose peer is

@@ -79,4 +79,16 @@ int read_json(Config* c, std::string_view text, const std::string& path, std::st
 int load(Config* c, std::string* err);
 int check(const Config& c, std::string* err);
 
+// The node GUID (host order), EUI-64 of a MAC as RoCE NICs derive it.
+uint64_t eui64(const uint8_t mac[6]);
+// The node GUID that the settings fix, for the device and for tita-run's
+// sysfs view alike: from the configured MAC; for a vdev without one (memif
+// and virtio-user draw a MAC at random each run), from the locally
+// administered MAC 02:00:<IPv4>. False for a NIC without a configured MAC,
+// whose GUID comes from its own MAC.
+bool settled_node_guid(const Config& c, uint64_t* guid);
+
+// What the device reports as its firmware version (ibv_devinfo's fw_ver).
+inline constexpr const char* kFirmwareVersion = "tita 0.1.0";
+
 }  // namespace tita::verbs
