@@ -60,6 +60,17 @@ def age_s(pid):
     return up - start / os.sysconf("SC_CLK_TCK")
 
 
+def schedstat(pid):
+    """(ns run on a CPU, ns waited on a run queue) of the process's main thread
+    (a DPDK process's main lcore), or None."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            run, wait = f.read().split()[:2]
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return None
+
+
 def _command(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:

@@ -91,14 +91,17 @@ def run_case(build, work, switch_cfg, cc="dcqcn", test="write", sender=lambda i:
         time.sleep(1.0)
         for i in range(SENDERS):
             extra = sender(i)
-            mtu = [] if "--mtu" in extra else ["--mtu", "1024"]
+            # A sender's own --mtu, --cc or --rate replaces the common one.
+            own = [w for flag, value in (("--mtu", "1024"), ("--cc", cc), ("--rate", "1")) if flag not in extra
+                   for w in (flag, value)]
             tx = [perf, "-l", "0"] + EAL + [
                 f"--file-prefix=demo-tx{i}", f"--vdev=net_virtio_user0,path={socks[i]}", "--", "--port",
                 "net_virtio_user0", "--ip", f"10.0.0.{i + 1}", "--client", "127.0.0.1", "--test", test, "--size",
-                "65536", "--qps", "1", "--tx-depth", "16", "--duration", str(seconds), "--cc", cc,
-                "--rate", "1", "--pace", "--linger", "15"] + mtu + COMMON + extra
+                "65536", "--qps", "1", "--tx-depth", "16", "--duration", str(seconds),
+                "--pace", "--linger", "15"] + own + COMMON + extra
             procs.append(subprocess.Popen(tx, stdout=logs, stderr=logs))
         time.sleep(start_delay)
+        wait_traffic()
         return (during or doctor)()
     finally:
         for p in reversed(procs):
@@ -111,6 +114,22 @@ def run_case(build, work, switch_cfg, cc="dcqcn", test="write", sender=lambda i:
                 p.kill()
                 p.wait()
         logs.close()
+
+
+def wait_traffic(timeout=20.0):
+    """Until the switch has sent a frame into the receiver's port: on a loaded
+    machine the processes can take seconds more to start and connect, and a
+    window before the traffic sees none of it (the doctor says so)."""
+    deadline = time.time() + timeout
+    try:
+        with Telemetry("demo-sw", timeout=timeout) as t:
+            while time.time() < deadline:
+                p = t.query(f"/tita_switch/port,{BOTTLENECK}")
+                if isinstance(p, dict) and p.get("tx_packets", 0) > 0:
+                    return
+                time.sleep(0.2)
+    except (OSError, RuntimeError, ValueError):
+        pass
 
 
 def changed(fn):
@@ -190,9 +209,15 @@ def main():
     if not only or "healthy" in only:
         rc, rep = run_case(build, os.path.join(work, "healthy"), GOOD)
         problems = [f for f in rep["findings"] if f["problem"]]
-        check(rc == 0 and not problems and len(rep.get("processes", [])) >= 4,
+        # On a machine with more runnable work than CPUs (other tests, other
+        # users) the doctor rightly names processes that wait for a CPU; that,
+        # and nothing else, is still a healthy fabric.
+        loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
+        cpu_only = problems and loaded and all(f.get("check") == "cpu" for f in problems)
+        check((rc == 0 and not problems or cpu_only) and len(rep.get("processes", [])) >= 4,
               f"healthy: exit {rc}, {len(problems)} problems {[describe(f) for f in problems][:2]}, "
-              f"{len(rep['findings'])} findings {rep.get('error', '')}")
+              f"{len(rep['findings'])} findings{' (load ' + str(os.getloadavg()[0]) + ')' if loaded else ''} "
+              f"{rep.get('error', '')}")
     for name, (kw, want) in CASES.items():
         if only and name not in only:
             continue

@@ -15,6 +15,7 @@ tita-perf processes, real DPDK processes on vhost-user ports) with it, runs
 
   right        it names the fault (question, check or drop reason, where)
   unexplained  it says no known cause fits (question "unexplained")
+  no-evidence  its first problem is evidence it expected and did not get
   wrong        it names another cause
   healthy      no problem, exit 0 (on a faulty setup)
   ok / false   for a draw without a fault: no problem / a problem
@@ -233,6 +234,8 @@ def score(expect, rc, rep):
         return "right", first
     if first.get("question") == "unexplained":
         return "unexplained", first
+    if first.get("question") == "evidence":
+        return "no-evidence", first
     return "wrong", first
 
 
@@ -265,6 +268,8 @@ def main():
         kind = rng.choice(kinds)
         what, kw, expect = KINDS[kind](rng)
         rc, rep = dt.run_case(a.build, os.path.join(a.work, f"{n:03d}-{kind}"), **kw)
+        with open(os.path.join(a.work, f"{n:03d}-{kind}", "doctor.json"), "w") as f:
+            json.dump(dict(rep, exit=rc), f, indent=1)
         s, first = score(expect, rc, rep)
         tally[s] = tally.get(s, 0) + 1
         rows.append({"draw": n, "kind": kind, "injected": what, "score": s, "exit": rc,
