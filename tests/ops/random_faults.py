@@ -16,6 +16,8 @@ tita-perf processes, real DPDK processes on vhost-user ports) with it, runs
   right        it names the fault (question, check or drop reason, where)
   unexplained  it says no known cause fits (question "unexplained")
   no-evidence  its first problem is evidence it expected and did not get
+  busy-cpu     it names a process waiting for a CPU, on a machine with more
+               runnable work than CPUs (true, and not the fault injected)
   wrong        it names another cause
   healthy      no problem, exit 0 (on a faulty setup)
   ok / false   for a draw without a fault: no problem / a problem
@@ -164,7 +166,7 @@ def k_psn(rng):
 def k_starved_sender(rng):
     i = rng.randrange(dt.SENDERS)
     return (f"{tx(i)} starved of CPU", dict(switch_cfg=dt.GOOD, during=starve(tx(i))),
-            [{"question": "performance", "where": tx(i), "what": "ran late"}])
+            [{"question": "performance", "check": "cpu", "where": tx(i)}])
 
 
 def k_ecn_above_reach(rng):
@@ -207,7 +209,7 @@ def k_dscp_one(rng):
 
 def k_slow_receiver(rng):
     return ("the receiver starved of CPU", dict(switch_cfg=dt.GOOD, during=starve(RX)),
-            [{"question": "performance", "where": RX, "what": "ran late"}])
+            [{"question": "performance", "check": "cpu", "where": RX}])
 
 
 def k_none(rng):
@@ -236,6 +238,8 @@ def score(expect, rc, rep):
         return "unexplained", first
     if first.get("question") == "evidence":
         return "no-evidence", first
+    if first.get("check") == "cpu" and first["evidence"].get("load_average", 0) > (os.cpu_count() or 1):
+        return "busy-cpu", first
     return "wrong", first
 
 
