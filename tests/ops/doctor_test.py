@@ -14,6 +14,7 @@ exit 0. A NIC capped at half its rate is ops-accept's case (tests/ops/accept_tes
 import copy
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from opscheck import check, finish, free_port  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "apps", "ops"))
-from dpdk_telemetry import Telemetry  # noqa: E402
+from dpdk_telemetry import Telemetry, socket_path  # noqa: E402
 
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
 SENDERS = 2
@@ -166,6 +167,40 @@ def starve_sender():
         hog.wait()
 
 
+def tenants(build):
+    """What the doctor reads: another job on the machine (a tita-perf started by
+    another parent) is not read silently: without --job or --prefix the doctor
+    refuses and lists both jobs; --job reads the incast's processes only; a
+    process named with --prefix that does not answer is missing evidence."""
+    perf = os.path.join(build, "apps", "tita-perf")
+    other = subprocess.Popen(["sh", "-c", shlex.join([perf, "-l", "0,1"] + EAL + [
+        "--vdev=net_ring0", "--file-prefix=other-tenant", "--", "--loopback", "--duration", "20", "--rate", "0.1",
+        "--idle-sleep"]) + " >/dev/null 2>&1; exit 0"])  # sh stays: the tenant's parent is not the test
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and socket_path("other-tenant") is None and \
+                other.poll() is None:
+            time.sleep(0.2)
+        time.sleep(1.0)
+        r = subprocess.run([sys.executable, DOCTOR, "diagnose", "--window", "1", "--json"], capture_output=True,
+                           text=True, timeout=90)
+        refusal = r.stderr.strip()
+        both = r.returncode == 2 and "2 jobs" in refusal and "other-tenant" in refusal and "demo-sw" in refusal \
+            and len(refusal.splitlines()) == 1
+        _, rep = doctor()
+        job_only = sorted(rep.get("processes", [])) == ["demo-rx", "demo-sw", "demo-tx0", "demo-tx1"]
+        r = subprocess.run([sys.executable, DOCTOR, "diagnose", "--window", "1", "--json"]
+                           + [w for p in ("demo-sw", "demo-rx", "demo-tx0", "demo-tx1", "demo-absent")
+                              for w in ("--prefix", p)], capture_output=True, text=True, timeout=90)
+        named = json.loads(r.stdout) if r.stdout.startswith("{") else {}
+        absent = [f for f in named.get("missing", []) if "demo-absent" in f["where"]]
+        return {"refused": both, "refusal": refusal, "job_only": job_only, "read": rep.get("processes"),
+                "absent_named": r.returncode == 1 and bool(absent), "absent": absent[:1]}
+    finally:
+        subprocess.run(["pkill", "-INT", "-P", str(other.pid)])  # the tenant's tita-perf, by its parent
+        other.wait(timeout=30)
+
+
 def black_hole():
     with Telemetry("demo-sw") as t:
         t.query(f"/tita_switch/fault,{BOTTLENECK},drop_all")
@@ -221,6 +256,12 @@ def main():
               f"healthy: exit {rc}, {len(problems)} problems {[describe(f) for f in problems][:2]}, "
               f"{len(rep['findings'])} findings{' (load ' + str(os.getloadavg()[0]) + ')' if loaded else ''} "
               f"{rep.get('error', '')}")
+    if not only or "tenants" in only:
+        got = run_case(build, os.path.join(work, "tenants"), GOOD, during=lambda: tenants(build))
+        check(got["refused"] and got["job_only"] and got["absent_named"],
+              f"tenants: two jobs refused without --job: {got['refused']} ({got['refusal'][:160]}); "
+              f"--job demo-sw read {got['read']}; "
+              f"a named process that does not answer reported: {got['absent']}")
     for name, (kw, want) in CASES.items():
         if only and name not in only:
             continue
