@@ -73,11 +73,15 @@ def main():
           "dscp", "maps to different priorities")
     fault("cnp-below-data", lambda c: c.update(priority={"dscp_map": {"48": 1}}), "cnp", "not served before data")
     # ECN that cannot fire before PFC: Kmin above the queue at which PFC pauses
-    # (a 2 MB buffer, 1 MB headroom per port: the issue's 1.5/1.9 MB thresholds).
-    fault("ecn-above-pfc", lambda c: c.update(buffer={"total_bytes": 4_000_000, "headroom_bytes": 1_000_000})
-          or c["ports"][2].update(buffer_bytes=2_000_000, ecn={"enabled": True, "kmin_bytes": 1_500_000,
-                                                               "kmax_bytes": 1_900_000}),
-          "ecn_reach", "ECN cannot fire before PFC", cc="dcqcn")
+    # (ops-doctor's switch: a 4 MB buffer with 1 MB headroom per port pauses at
+    # 189 KB; the bottleneck at issue 34's 1.5/1.9 MB, the others at 20/100 KB).
+    def ecn_above_pfc(c):
+        c["buffer"] = {"total_bytes": 4_000_000, "headroom_bytes": 1_000_000}
+        for p in c["ports"]:
+            p["ecn"] = {"enabled": True, "kmin_bytes": 20_000, "kmax_bytes": 100_000}
+        c["ports"][2].update(buffer_bytes=2_000_000, ecn={"enabled": True, "kmin_bytes": 1_500_000,
+                                                           "kmax_bytes": 1_900_000})
+    fault("ecn-above-pfc", ecn_above_pfc, "ecn_reach", "ECN cannot fire before PFC: Kmin 1500000", cc="dcqcn")
     # DCQCN reads no INT: INT off is no finding then.
     cfg = copy.deepcopy(GOOD)
     cfg["int"]["enabled"] = False
