@@ -90,10 +90,14 @@ class Job:
         ages = [a for a in (age_s(p) for p in self.members.values()) if a is not None]
         return max(ages) if ages else 0.0
 
-    def describe(self):
+    def origin(self):
+        """Who started it, and when: "started by sh (pid 12), 5 s ago"."""
         by = f"started by {_command(self.parent)} (pid {self.parent})" if self.parent > 1 else \
             f"session {self.key[1]}"
-        return f"{', '.join(sorted(self.members))} ({by}, {self.started_s():.0f} s ago)"
+        return f"{by}, {self.started_s():.0f} s ago"
+
+    def describe(self):
+        return f"{', '.join(sorted(self.members))} ({self.origin()})"
 
 
 def jobs(prefixes=None, pids=None):
