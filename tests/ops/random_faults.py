@@ -231,7 +231,7 @@ def score(expect, rc, rep):
     first = problems[0] if problems else {}
     loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
     if expect is None:
-        if problems and loaded and all(f.get("check") == "cpu" for f in problems):
+        if problems and loaded and all(f.get("check") == "cpu" or "explained_by" in f for f in problems):
             return "busy-cpu", first  # as doctor_test's healthy case on a loaded machine
         return ("ok" if rc == 0 and not problems else "false"), first
     if not problems:
