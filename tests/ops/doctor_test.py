@@ -246,6 +246,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     if not only or "healthy" in only:
         rc, rep = run_case(build, os.path.join(work, "healthy"), GOOD)
+        with open(os.path.join(work, "healthy", "doctor.json"), "w") as f:
+            json.dump(dict(rep, exit=rc), f, indent=1)
         problems = [f for f in rep["findings"] if f["problem"]]
         # On a machine with more runnable work than CPUs (other tests, other
         # users) the doctor rightly names processes that wait for a CPU (and the
