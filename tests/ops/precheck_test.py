@@ -72,6 +72,16 @@ def main():
                                                                                      "priorities": [4]}),
           "dscp", "maps to different priorities")
     fault("cnp-below-data", lambda c: c.update(priority={"dscp_map": {"48": 1}}), "cnp", "not served before data")
+    # ECN that cannot fire before PFC: Kmin above the queue at which PFC pauses
+    # (ops-doctor's switch: a 4 MB buffer with 1 MB headroom per port pauses at
+    # 189 KB; the bottleneck at issue 34's 1.5/1.9 MB, the others at 20/100 KB).
+    def ecn_above_pfc(c):
+        c["buffer"] = {"total_bytes": 4_000_000, "headroom_bytes": 1_000_000}
+        for p in c["ports"]:
+            p["ecn"] = {"enabled": True, "kmin_bytes": 20_000, "kmax_bytes": 100_000}
+        c["ports"][2].update(buffer_bytes=2_000_000, ecn={"enabled": True, "kmin_bytes": 1_500_000,
+                                                           "kmax_bytes": 1_900_000})
+    fault("ecn-above-pfc", ecn_above_pfc, "ecn_reach", "ECN cannot fire before PFC: Kmin 1500000", cc="dcqcn")
     # DCQCN reads no INT: INT off is no finding then.
     cfg = copy.deepcopy(GOOD)
     cfg["int"]["enabled"] = False
@@ -84,6 +94,17 @@ def main():
                            text=True, timeout=120)
         check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and msg in r.stderr,
               f"precheck {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    # A plug-in's algorithm: unknown without its --cc-plugin, checked with it.
+    plugin = sys.argv[3] if len(sys.argv) > 3 else ""
+    if plugin:
+        r = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", good, "--cc", "dctcp"],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 2 and "--cc-plugin" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+              f"precheck --cc dctcp without its plug-in: exit {r.returncode}: {r.stderr.strip()}")
+        r = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", good, "--cc", "dctcp", "--cc-plugin",
+                            plugin], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"precheck --cc dctcp --cc-plugin {os.path.basename(plugin)}: exit {r.returncode} "
+              f"{r.stderr.strip()}")
     bad = os.path.join(work, "bad.json")
     json.dump({"ports": [{"name": "p0", "rate_gbps": -1}]}, open(bad, "w"))
     r = subprocess.run([sys.executable, DOCTOR, "precheck", "--switch", bad], capture_output=True, text=True,
