@@ -270,7 +270,9 @@ int cmd_parse(const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"tita-wire: build and parse RoCEv2 frames"};
   tita::cli::contract_help(app);
-  app.require_subcommand(1);
+  // At most one here, none checked after parsing: CLI11 would report a missing
+  // command before an unknown word, which then goes unnamed.
+  app.require_subcommand(0, 1);
   std::string pcap;
   int count = 100;
   uint64_t seed = 1;
@@ -287,6 +289,7 @@ int main(int argc, char** argv) {
   prs->add_option("--pcap", pcap, "input file")->required()->check(CLI::ExistingFile)->type_name("FILE");
 
   if (const int rc = tita::cli::parse(app, "tita-wire", argc, argv); rc >= 0) return rc;
+  if (app.get_subcommands().empty()) return tita::cli::usage_error("tita-wire", "give a command: demo, gen or parse");
   if (*demo) return cmd_demo(pcap);
   if (*gen) return cmd_gen(pcap, count, seed, ipv6);
   return cmd_parse(pcap);
