@@ -6,7 +6,8 @@ value at fault, nothing on stdout, and exit status 2, before EAL or ns-3 starts
 lib/cli, the ns-3 programs' TitaCommandLine and tita_cli.py).
 
 With tita-perf built, a server waiting for its client is then sent SIGTERM: it
-must end on it (exit 128 + 15, a line saying so), not wait out its 120 s.
+must end on it (exit 128 + 15, a line saying so), not wait out its 120 s; and a
+server whose out-of-band port is taken must name --tcp-port.
 
 Usage: contract_test.py WORKDIR NAME=PATH...
 """
@@ -14,6 +15,7 @@ Usage: contract_test.py WORKDIR NAME=PATH...
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -110,6 +112,18 @@ if "tita-perf" in tools:
     last = err.strip().splitlines()[-1] if err.strip() else ""
     ok = listening and p.returncode == 128 + signal.SIGTERM and "signal 15" in last
     print(("ok   " if ok else "FAIL ") + f"tita-perf server waiting for a client, SIGTERM: exit {p.returncode}: {last}")
+    failed += 0 if ok else 1
+
+    # Its out-of-band port taken by another process: the message names the flag to change.
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen(1)
+        busy = taken.getsockname()[1]
+        cmd[cmd.index("--tcp-port") + 1] = str(busy)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    ok = r.returncode == 1 and f"TCP port {busy} (--tcp-port)" in last and "another --tcp-port" in last
+    print(("ok   " if ok else "FAIL ") + f"tita-perf server, out-of-band port taken: exit {r.returncode}: {last}")
     failed += 0 if ok else 1
 
 print(f"{ran} refusals checked, {failed} failed")
