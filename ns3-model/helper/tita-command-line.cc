@@ -139,11 +139,18 @@ TitaCommandLine::Check(const std::string& name, const std::string& value, bool h
         }
         return {};
     }
+    const bool attribute = name.rfind("ns3::", 0) == 0;
+    bool global = false;
+    for (auto it = GlobalValue::Begin(); it != GlobalValue::End(); ++it)
+    {
+        global = global || (*it)->GetName() == name;
+    }
     if (!hasValue)
     {
-        return "unknown option " + flag + " (--help lists them)";
+        return attribute || global ? flag + " needs a value (" + flag + "=VALUE)"
+                                   : "unknown option " + flag + " (--help lists them)";
     }
-    if (name.rfind("ns3::", 0) == 0)
+    if (attribute)
     {
         const size_t split = name.rfind("::");
         const std::string typeName = name.substr(0, split);

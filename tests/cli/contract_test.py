@@ -63,6 +63,7 @@ CASES = [
     ("tita-sim", ["--ns3::RdmaNicNetDevice::PathMtu=banana"], "PathMtu"),
     ("tita-sim", ["--ns3::RdmaNicNetDevice::PathMtu=99999"], "PathMtu"),
     ("tita-sim", ["--ns3::Bogus::X=1"], "ns3::Bogus"),
+    ("tita-sim", ["--ns3::RdmaNicNetDevice::PathMtu", "4096"], "needs a value"),
     ("tita-sim", ["--cc-plugin=libnothere.so", "--cc=help"], "--cc-plugin libnothere.so"),
     ("tita-dodge", ["--bogus"], "--bogus"),
     ("tita-dodge", ["--flow-bytes=1e8"], "--flow-bytes"),

@@ -75,6 +75,18 @@ check(maxq < 2_000_000, f"the bottleneck queue stays below 2 MB (max {maxq} B)")
 sys.exit(0 if ok else 1)
 PY
 
+echo "== tita-doctor precheck takes the plug-in's algorithm"
+rc=0
+"$bin/tita-doctor" precheck --switch "$example/../../apps/tita-switch/examples/switch.json" --cc-plugin "$so" \
+  --cc dctcp >"$work/precheck.log" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then echo "FAIL: precheck --cc-plugin: exit $rc"; cat "$work/precheck.log"; exit 1; fi
+tail -1 "$work/precheck.log"
+rc=0
+"$bin/tita-doctor" precheck --switch "$example/../../apps/tita-switch/examples/switch.json" --cc dctcp \
+  >"$work/precheck-no.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "give it with --cc-plugin" "$work/precheck-no.log" ||
+  { echo "FAIL: precheck --cc dctcp without its plug-in: exit $rc"; cat "$work/precheck-no.log"; exit 1; }
+
 echo "== tita-perf over a crossed net_ring pair"
 "$bin/tita-perf" --no-huge -m 512 -l 0,1 --vdev=net_ring0 --log-level=lib.eal:crit -- --loopback --duration 1 \
   --cc-plugin "$so" --cc dctcp --cc-param g=0.125 --check >"$work/perf.log" 2>&1 || { cat "$work/perf.log"; exit 1; }
