@@ -95,7 +95,10 @@ int Oob::connect_to(const std::string& host, uint16_t port, int timeout_s, std::
     ::close(fd_);
     fd_ = -1;
     if (std::chrono::steady_clock::now() > deadline || cli::stop_requested()) {
-      *err = "out-of-band: cannot connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(errno);
+      *err = cli::stop_requested()
+                 ? "out-of-band: stopped by signal " + std::to_string(cli::stop_signal()) + " while connecting"
+                 : "out-of-band: cannot connect to " + host + ":" + std::to_string(port) + " (--client, --tcp-port): " +
+                       std::strerror(errno);
       ::freeaddrinfo(res);
       return -1;
     }
