@@ -96,6 +96,19 @@ for name, args, want in CASES:
         if lines[1:]:
             print("     stderr: " + " | ".join(lines[:6]))
 
+# --help: on stdout, nothing on stderr, exit 0.
+HELP = {"tita-switch": ["--", "--help"], "tita-wire": ["--help"]}
+for name, path in sorted(tools.items()):
+    r = subprocess.run([path] + HELP.get(name, ["--help"]), capture_output=True, text=True, timeout=120, cwd=work)
+    if "ModuleNotFoundError" in r.stderr:
+        continue
+    ok = r.returncode == 0 and r.stderr == "" and "--" in r.stdout
+    if name == "tita-run":  # each setting's own type and unit (IPv4, MiB, us, Gb/s), not TEXT for all
+        ok = ok and "TEXT" not in r.stdout and " IPv4 " in r.stdout and " Gb/s " in r.stdout
+    print(("ok   " if ok else "FAIL ") + f"{name} --help: exit {r.returncode}, {len(r.stdout.splitlines())} lines on "
+          f"stdout, {len(r.stderr.splitlines())} on stderr")
+    failed += 0 if ok else 1
+
 if "tita-perf" in tools:
     # A server waiting for its client (EAL up on a null port), stopped by SIGTERM.
     port = 18000 + os.getpid() % 2000
