@@ -111,7 +111,9 @@ for name, path in sorted(tools.items()):
 
 if "tita-perf" in tools:
     # A server waiting for its client (EAL up on a null port), stopped by SIGTERM.
-    port = 18000 + os.getpid() % 2000
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("0.0.0.0", 0))
+        port = free.getsockname()[1]
     cmd = [tools["tita-perf"], "--no-huge", "-m", "128", "--no-pci", "--vdev=net_null0", "-l", "0",
            f"--file-prefix=cli-contract-{os.getpid()}", "--log-level=*:error", "--",
            "--port", "net_null0", "--server", "--tcp-port", str(port)]
@@ -119,7 +121,8 @@ if "tita-perf" in tools:
     listening = False
     while p.poll() is None and not listening:
         with open("/proc/net/tcp") as f:
-            listening = any(ln.split()[1].endswith(f":{port:04X}") and ln.split()[3] == "0A" for ln in f.readlines()[1:])
+            rows = [ln.split() for ln in f.readlines()[1:]]
+        listening = any(r[1].endswith(f":{port:04X}") and r[3] == "0A" for r in rows)  # 0A: LISTEN
         time.sleep(0.05)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
