@@ -43,9 +43,8 @@ int main(int argc, char** argv) {
   // client, ends the process (exit 128 + signal), not after a timeout.
   cli::install_stop_signals();
   std::string err;
-  if (dpdk::eal_init(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
-    std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-    return 2;
+  if (dpdk::eal_init_for_tool(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
+    return stop_requested() ? cli::stopped_exit_status() : cli::usage_error("tita-perf", err);
   }
   // Every engine has an lcore of its own: this one, then EAL's workers in order.
   std::vector<unsigned> workers;

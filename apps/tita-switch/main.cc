@@ -488,9 +488,8 @@ int main(int argc, char** argv) {
   // Before EAL: a signal while it starts stops the switch too. A stopped
   // switch still reports and exits 0: a signal is how a service's run ends.
   tita::cli::install_stop_signals();
-  if (dpdk::eal_init(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
-    std::fprintf(stderr, "tita-switch: %s\n", err.c_str());
-    return 1;
+  if (dpdk::eal_init_for_tool(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
+    return tita::cli::usage_error("tita-switch", err);
   }
   int status = 0;
   {
