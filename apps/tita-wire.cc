@@ -5,7 +5,6 @@
 //   tita-wire parse --pcap in.pcap               parse result and fields of every frame, as JSON lines
 //
 // gen and parse are what the scapy and tshark interop tests drive.
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "tita/capture/pcap.h"
+#include "tita/cli/cli11.h"
 #include "tita/wire/frame.h"
 #include "tita/wire/psn.h"
 
@@ -269,23 +269,27 @@ int cmd_parse(const std::string& path) {
 
 int main(int argc, char** argv) {
   CLI::App app{"tita-wire: build and parse RoCEv2 frames"};
-  app.require_subcommand(1);
+  tita::cli::contract_help(app);
+  // At most one here, none checked after parsing: CLI11 would report a missing
+  // command before an unknown word, which then goes unnamed.
+  app.require_subcommand(0, 1);
   std::string pcap;
   int count = 100;
   uint64_t seed = 1;
   bool ipv6 = false;
 
   auto* demo = app.add_subcommand("demo", "write a few frames of every kind to a pcap");
-  demo->add_option("--pcap", pcap, "output file")->required();
+  demo->add_option("--pcap", pcap, "output file")->required()->type_name("FILE");
   auto* gen = app.add_subcommand("gen", "random frames of every opcode; fields as JSON lines on stdout");
-  gen->add_option("--pcap", pcap, "output file")->required();
+  gen->add_option("--pcap", pcap, "output file")->required()->type_name("FILE");
   gen->add_option("--count", count, "frames per opcode")->check(CLI::Range(1, 100000));
   gen->add_option("--seed", seed, "random seed");
   gen->add_flag("--ipv6", ipv6, "IPv6 instead of IPv4");
   auto* prs = app.add_subcommand("parse", "parse every frame of a pcap; JSON lines on stdout");
-  prs->add_option("--pcap", pcap, "input file")->required()->check(CLI::ExistingFile);
+  prs->add_option("--pcap", pcap, "input file")->required()->check(CLI::ExistingFile)->type_name("FILE");
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = tita::cli::parse(app, "tita-wire", argc, argv); rc >= 0) return rc;
+  if (app.get_subcommands().empty()) return tita::cli::usage_error("tita-wire", "give a command: demo, gen or parse");
   if (*demo) return cmd_demo(pcap);
   if (*gen) return cmd_gen(pcap, count, seed, ipv6);
   return cmd_parse(pcap);

@@ -13,4 +13,9 @@ elif [ -n "$(find /var/lib/dpkg/info -name '*.list' -newer build/meson-private/c
   echo "build: packages installed since build/ was configured; reconfiguring"
   meson setup --reconfigure build
 fi
+# A build set up before the .pc files were relocatable is brought to it.
+relocatable='import json, sys; print(any(o["name"] == "pkgconfig.relocatable" and o["value"] for o in json.load(sys.stdin)))'
+if [ "$(meson introspect --buildoptions build | python3 -c "$relocatable")" != True ]; then
+  meson configure build -Dpkgconfig.relocatable=true >/dev/null
+fi
 ninja -C build "$@"

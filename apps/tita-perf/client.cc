@@ -102,7 +102,7 @@ void Perf::bandwidth_lane(Lane& lane) {
   engine::Engine& eng = lane.engine();
   for (;;) {
     const uint64_t now = clock_.now_ns();
-    if (g_stop || (o_.iters == 0 && now >= end)) posting = false;
+    if (stop_requested() || (o_.iters == 0 && now >= end)) posting = false;
     if (posting) {
       bool more = false;
       for (uint32_t i : lane.conns) {
@@ -141,7 +141,7 @@ void Perf::bandwidth_lane(Lane& lane) {
     for (uint32_t i : lane.conns) finished = finished && conns_[i].outstanding == 0;
     if (finished) break;
     idle(lane, now, got);
-    if (g_stop && now > end + 1'000'000'000) break;  // interrupted: stop waiting for stragglers
+    if (stop_requested() && now > end + 1'000'000'000) break;  // interrupted: stop waiting for stragglers
   }
   lane.elapsed_s = static_cast<double>(clock_.now_ns() - start) / 1e9;
 }
@@ -157,11 +157,11 @@ void Perf::latency() {
   std::vector<double> rtt_us;
   rtt_us.reserve(n);
   const uint64_t start = clock_.now_ns();
-  for (uint64_t i = 0; i < n && !g_stop; ++i) {
+  for (uint64_t i = 0; i < n && !stop_requested(); ++i) {
     const uint64_t t0 = clock_.now_ns();
     if (!post_send(c, 0, op)) die("post_send failed");
     bool got = false;
-    while (!got && !g_stop) {
+    while (!got && !stop_requested()) {
       lane_of(c).host->poll_once(clock_.now_ns());
       drain(lane_of(c), [&](const engine::WorkCompletion& wc) {
         const bool reply = wc.opcode == engine::WcOpcode::kRecv || wc.opcode == engine::WcOpcode::kRecvRdmaWithImm;

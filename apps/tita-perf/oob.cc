@@ -1,5 +1,7 @@
 #include "oob.h"
 
+#include "tita/cli/contract.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -32,7 +34,9 @@ int OobListener::listen(uint16_t port, std::string* err) {
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 64) != 0) {
-    *err = "out-of-band: cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(errno);
+    const int e = errno;
+    *err = "out-of-band: cannot listen on TCP port " + std::to_string(port) + " (--tcp-port): " + std::strerror(e);
+    if (e == EADDRINUSE) *err += "; another server has it: give this one another --tcp-port, and its clients too";
     return -1;
   }
   port_ = port;
@@ -44,9 +48,13 @@ int OobListener::accept(Oob* out, int timeout_s, std::string* err) {
   pollfd p{fd_, POLLIN, 0};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int ready = 0;
-  while (ready <= 0 && std::chrono::steady_clock::now() < deadline) {
+  while (ready <= 0 && std::chrono::steady_clock::now() < deadline && !cli::stop_requested()) {
     ready = ::poll(&p, 1, 200);
     if (ready < 0 && errno != EINTR) break;
+  }
+  if (ready <= 0 && cli::stop_requested()) {
+    *err = "out-of-band: stopped by signal " + std::to_string(cli::stop_signal()) + " while waiting for a client";
+    return -1;
   }
   if (ready <= 0) {
     *err = "out-of-band: no client connected to TCP port " + std::to_string(port_) + " within " +
@@ -86,8 +94,11 @@ int Oob::connect_to(const std::string& host, uint16_t port, int timeout_s, std::
     if (rc == 0) break;
     ::close(fd_);
     fd_ = -1;
-    if (std::chrono::steady_clock::now() > deadline) {
-      *err = "out-of-band: cannot connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    if (std::chrono::steady_clock::now() > deadline || cli::stop_requested()) {
+      *err = cli::stop_requested()
+                 ? "out-of-band: stopped by signal " + std::to_string(cli::stop_signal()) + " while connecting"
+                 : "out-of-band: cannot connect to " + host + ":" + std::to_string(port) + " (--client, --tcp-port): " +
+                       std::strerror(errno);
       ::freeaddrinfo(res);
       return -1;
     }
@@ -132,6 +143,10 @@ int Oob::recv(nlohmann::json* msg, std::string* err) {
     if (int rc = take_line(msg, err); rc != 0) return rc > 0 ? 0 : -1;
     char buf[4096];
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR && cli::stop_requested()) {
+      *err = "out-of-band: stopped by signal " + std::to_string(cli::stop_signal());
+      return -1;
+    }
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       *err = "out-of-band: the peer closed the connection";

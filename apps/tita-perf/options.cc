@@ -1,7 +1,7 @@
 // tita-perf's command line and the limits of a test (options.h).
 #include "options.h"
 
-#include <CLI/CLI.hpp>
+#include "tita/cli/cli11.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +11,8 @@
 
 namespace tita::perf {
 namespace {
+
+constexpr std::string_view kTool = "tita-perf";
 
 // What a test may ask for: the command line's checks, and the server's of a
 // client's hello (which comes over the network, so is checked the same way).
@@ -103,28 +105,32 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
   std::string err;
   CLI::App app{"tita-perf: RDMA bandwidth and latency over tita (tita-perf <EAL args> -- [options])"};
   app.footer("EAL arguments (DPDK's: -l CORES, --vdev=..., --no-huge, --file-prefix=...) come before the --.");
-  app.add_option("--port", o->port, "DPDK port, by name or number")->capture_default_str();
-  app.add_option("--ip", o->ip, "this host's IPv4 address (its RoCE GID)")->capture_default_str();
-  app.add_option("--mac", o->mac, "source MAC (default: the port's); the port is promiscuous");
+  cli::contract_help(app);
+  app.add_option("--port", o->port, "DPDK port, by name or number")->type_name("PORT");
+  app.add_option("--ip", o->ip, "this host's IPv4 address (its RoCE GID)")->check(cli::ipv4());
+  app.add_option("--mac", o->mac, "source MAC (default: the port's); the port is promiscuous")->check(cli::mac());
   auto* srv = app.add_flag("--server", o->server, "serve a client's test");
   app.add_flag("--loopback", o->loopback,
                "server and client in this process over crossed net_ring ports (needs -l with two lcores)");
-  auto* cli = app.add_option("--client", o->client, "run the test against the server at this TCP host");
-  srv->excludes(cli);
-  app.add_option("--tcp-port", o->tcp_port, "out-of-band TCP port")->capture_default_str();
+  auto* client = app.add_option("--client", o->client, "run the test against the server at this TCP host")
+                     ->type_name("HOST");
+  srv->excludes(client);
+  app.add_option("--tcp-port", o->tcp_port, "out-of-band TCP port")->check(CLI::Range(1, 65535));
   app.add_option("--test", o->test, "write, send or read")->check(CLI::IsMember(kTests));
   app.add_option("--mode", o->mode, "bw (bandwidth) or lat (latency)")->check(CLI::IsMember(kModes));
-  app.add_option("--size", o->size, "message size in bytes")->check(CLI::Range(1u, kMaxSize));
+  app.add_option("--size", o->size, "message size (bytes)")->check(CLI::Range(1u, kMaxSize));
   app.add_option("--qps", o->qps, "queue pairs")->check(CLI::Range(1u, kMaxQps));
   app.add_option("--tx-depth", o->tx_depth, "outstanding WRs per QP")->check(CLI::Range(1u, kMaxTxDepth));
   app.add_option("--iters", o->iters, "messages per QP (0: run for --duration)");
-  app.add_option("--duration", o->duration_s, "seconds")->check(CLI::PositiveNumber);
+  app.add_option("--duration", o->duration_s, "test length (s)")->check(CLI::PositiveNumber);
   app.add_option("--mtu", o->mtu, "RoCE path MTU (a server without it takes its client's)")->check(CLI::IsMember(kMtus));
   app.add_option("--cc", o->cc,
                  "congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or a --cc-plugin's; "
                  "help lists them with their parameters");
-  app.add_option("--cc-plugin", o->cc_plugins, "shared object with congestion-control plug-ins (repeatable)");
-  app.add_option("--cc-param", o->cc_params, "name=value for the congestion control (repeatable)");
+  app.add_option("--cc-plugin", o->cc_plugins, "shared object with congestion-control plug-ins (repeatable)")
+      ->type_name("PATH");
+  app.add_option("--cc-param", o->cc_params, "name=value for the congestion control (repeatable)")
+      ->type_name("NAME=VALUE");
   app.add_option("--recovery", o->recovery, "gbn (go-back-N) or sr (selective repeat)")
       ->check(CLI::IsMember(kRecoveries));
   std::deque<EngineFlag> engine_flags;
@@ -139,33 +145,30 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
                  "engines on the port, one per lcore and queue pair; QP i runs on engine i mod N (EAL's -l must "
                  "give N lcores, 2N with --loopback)")
       ->check(CLI::Range(1, 16));
-  app.add_option("--series", o->series, "CSV of per-QP goodput, rate and window over time (client)");
-  app.add_option("--series-interval-us", o->series_interval_us, "sampling interval for --series");
+  app.add_option("--series", o->series, "CSV of per-QP goodput, rate and window over time (client)")
+      ->type_name("FILE");
+  app.add_option("--series-interval-us", o->series_interval_us, "sampling interval for --series (us)")
+      ->check(CLI::Range(1.0, 1e9));
   app.add_option("--timeout", o->timeout, "local ACK timeout code (4.096 us * 2^code)")->check(CLI::Range(0, 31));
   app.add_option("--dscp", o->dscp, "DSCP of data packets")->check(CLI::Range(0, 63));
   app.add_flag("--arp", o->arp, "resolve the peer's MAC by ARP (as a kernel resolves a RoCE address), not from the "
                "out-of-band exchange");
-  app.add_option("--peer-gid", o->peer_gid, "send to this IPv4 GID instead of the one the peer reports");
+  app.add_option("--peer-gid", o->peer_gid, "send to this IPv4 GID instead of the one the peer reports")
+      ->check(cli::ipv4());
   app.add_option("--linger", o->linger_s, "after a failed work request, keep the engine and its telemetry up this "
-                 "many seconds (for tita-doctor)")->check(CLI::Range(0.0, 3600.0));
+                 "long (s; for tita-doctor)")->check(CLI::Range(0.0, 3600.0));
   app.add_option("--inject-fault", o->fault, "an application fault, for tita-doctor's tests: no-recv (server: post "
                  "no receives), bad-rkey (client: use a key the server never gave), bad-psn (start from another PSN "
                  "than the one told to the peer)")
       ->check(CLI::IsMember({"no-recv", "bad-rkey", "bad-psn"}));
-  try {
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (const int rc = cli::parse(app, kTool, args); rc >= 0) return rc;
   o->mtu_given = app.count("--mtu") > 0;
   if (apply_engine_flags(engine_flags, &o->engine, &err) != 0) {
-    std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-    return 2;
+    return cli::usage_error(kTool, err);
   }
   for (const std::string& path : o->cc_plugins) {
     if (tita::cc::load_plugin(path, &err) != 0) {
-      std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-      return 2;
+      return cli::usage_error(kTool, err);
     }
   }
   if (o->cc == "help") {
@@ -173,34 +176,28 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
     return 0;
   }
   if (!o->server && o->client.empty() && !o->loopback) {
-    std::fprintf(stderr, "tita-perf: give --server, --client HOST or --loopback\n");
-    return 2;
+    return cli::usage_error(kTool, "give --server, --client HOST or --loopback");
   }
   if (o->engines > 1 && !o->series.empty()) {
-    std::fprintf(stderr, "tita-perf: --series samples one engine's QPs: use it with --engines 1\n");
-    return 2;
+    return cli::usage_error(kTool, "--series samples one engine's QPs: use it with --engines 1");
   }
   if (o->engine.spray.paths != 0) {
     if (engine::check_spray(o->engine.spray, o->engine.path, &err) != 0) {
-      std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-      return 2;
+      return cli::usage_error(kTool, err);
     }
     if (o->recovery != "sr") {
-      std::fprintf(stderr, "tita-perf: --spray needs --recovery sr (sprayed packets overtake each other)\n");
-      return 2;
+      return cli::usage_error(kTool, "--spray needs --recovery sr (sprayed packets overtake each other)");
     }
   }
   {
     // Check the congestion-control name and parameters before touching the network.
     tita::cc::Params p;
     if (tita::cc::Params::create(o->cc, {}, &p, &err) != 0) {
-      std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-      return 2;
+      return cli::usage_error(kTool, err);
     }
     for (const std::string& kv : o->cc_params) {
       if (p.set(kv, &err) != 0) {
-        std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-        return 2;
+        return cli::usage_error(kTool, err);
       }
     }
   }

@@ -22,11 +22,9 @@ using wire::mac_string;
 using wire::parse_ipv4;
 using wire::parse_mac;
 
-volatile std::sig_atomic_t g_stop = 0;
-
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
-  std::exit(1);
+  std::exit(stop_requested() ? cli::stopped_exit_status() : cli::kExitFailure);
 }
 
 namespace {
@@ -248,7 +246,7 @@ WrOpcode Perf::opcode() const {
 void Perf::fail(Lane& lane, const std::string& msg) {
   std::fprintf(stderr, "tita-perf: %s\n", msg.c_str());
   const uint64_t until = clock_.now_ns() + static_cast<uint64_t>(o_.linger_s * 1e9);
-  while (!g_stop && clock_.now_ns() < until) {
+  while (!stop_requested() && clock_.now_ns() < until) {
     const uint64_t now = clock_.now_ns();
     idle(lane, now, lane.host->poll_once(now));
   }

@@ -23,16 +23,17 @@
 #include "oob.h"
 #include "options.h"
 #include "tita/dpdk/host.h"
+#include "tita/cli/contract.h"
 #include "tita/dpdk/telemetry.h"
 
 namespace tita::perf {
 
 using nlohmann::json;
 
-// Set by SIGINT/SIGTERM: a test stops posting and ends.
-extern volatile std::sig_atomic_t g_stop;
+// True once SIGINT/SIGTERM came (tita/cli/contract.h): a test stops posting and ends.
+using cli::stop_requested;
 
-// The message on stderr, exit 1.
+// The message on stderr, exit 1 (128 + the signal's number once one stopped us).
 [[noreturn]] void die(const std::string& msg);
 
 class Perf {

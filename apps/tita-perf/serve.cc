@@ -100,7 +100,7 @@ void Perf::serve_lane(Lane& lane, std::vector<std::unique_ptr<Oob>>* oobs, std::
   std::string err;
   size_t finished = 0;
   uint64_t spins = 0;
-  while (!g_stop && !lanes_stop_.load(std::memory_order_relaxed)) {
+  while (!stop_requested() && !lanes_stop_.load(std::memory_order_relaxed)) {
     const uint64_t now = clock_.now_ns();
     const uint32_t got = lane.host->poll_once(now);
     drain(lane, [&](const engine::WorkCompletion& wc) {
@@ -135,7 +135,7 @@ void Perf::wait_for_byes(std::vector<std::unique_ptr<Oob>>& oobs) {
   std::vector<bool> gone(oobs.size(), false);
   size_t left = oobs.size();
   std::string err;
-  for (int ms = 0; left > 0 && ms < 10'000 && !g_stop; ++ms) {
+  for (int ms = 0; left > 0 && ms < 10'000 && !stop_requested(); ++ms) {
     for (size_t k = 0; k < oobs.size(); ++k) {
       json msg;
       if (gone[k] || oobs[k]->poll(&msg, &err) == 0) continue;

@@ -23,8 +23,6 @@ using namespace tita::perf;
 
 namespace {
 
-void on_signal(int) { g_stop = 1; }
-
 // One test. The peer's out-of-band messages come over the network: one of the
 // wrong shape (a field missing, of another type) ends the test with a message.
 int run(const Options& o) {
@@ -41,15 +39,13 @@ int main(int argc, char** argv) {
   Options o;
   dpdk::Args args = dpdk::split_args(argc, argv);
   if (const int rc = parse_command_line(args.tool, &o); rc >= 0) return rc;
+  // Before EAL: a SIGTERM while it starts, or while a server waits for its
+  // client, ends the process (exit 128 + signal), not after a timeout.
+  cli::install_stop_signals();
   std::string err;
-  if (dpdk::eal_init(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
-    std::fprintf(stderr, "tita-perf: %s\n", err.c_str());
-    return 2;
+  if (dpdk::eal_init_for_tool(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
+    return stop_requested() ? cli::stopped_exit_status() : cli::usage_error("tita-perf", err);
   }
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  // A vhost-user peer that has already exited must not kill us while the port closes.
-  std::signal(SIGPIPE, SIG_IGN);
   // Every engine has an lcore of its own: this one, then EAL's workers in order.
   std::vector<unsigned> workers;
   unsigned lc;

@@ -8,8 +8,6 @@
 // preloaded. As root, the program runs in a mount namespace of its own where
 // tita0 has the device node and sysfs entries middleware looks for (view.h). They are checked here first, with the library's own code, so a
 // mistake is one line before the program starts, not an error deep inside it.
-#include <CLI/CLI.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tita/cli/cli11.h"
 #include "tita/verbs/config.h"
 #include "view.h"
 
@@ -62,6 +61,8 @@ int main(int argc, char** argv) {
   // repeatable flags of one item each (--cc-param, --cc-plugin, --neighbour).
   struct Flag {
     std::string env;
+    std::string name;  // the flag
+    std::string key;   // the setting
     const char* sep;  // items of a repeatable flag joined by this; nullptr: one value
     std::vector<std::string> values;
     CLI::Option* option = nullptr;
@@ -75,20 +76,22 @@ int main(int argc, char** argv) {
     if (st.key == "cc_params") name = "--cc-param", sep = " ";
     if (st.key == "cc_plugin") sep = " ";
     if (st.key == "neighbours") name = "--neighbour", sep = ",";
-    Flag& f = flags.emplace_back(Flag{std::string(st.env), sep, {}});
+    Flag& f = flags.emplace_back(Flag{std::string(st.env), name, std::string(st.key), sep, {}});
     std::string help(st.help);
     if (sep != nullptr) help += " (repeatable, one item each)";
-    f.option = app.add_option(name, f.values, help);
+    f.option = app.add_option(name, f.values, help)->type_name(st.type);
     if (sep == nullptr) f.option->expected(1);
     if (st.key == "hugepages" || st.key == "pace") f.option->expected(0, 1);  // a bare --pace is --pace true
   }
   std::string config;
   std::vector<std::string> program;
-  app.add_option("--config", config, "JSON file of settings (TITA_CONFIG)");
-  app.add_option("program", program, "the program and its arguments, after --")->required();
+  app.add_option("--config", config, "JSON file of settings (TITA_CONFIG)")->type_name("FILE");
+  // Not required() here: CLI11 would report a missing program before an unknown flag.
+  app.add_option("program", program, "the program and its arguments, after --")->type_name("PROGRAM");
   app.allow_extras(false);
   app.positionals_at_end(true);
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = tita::cli::parse(app, "tita-run", argc, argv); rc >= 0) return rc;
+  if (program.empty()) return tita::cli::usage_error("tita-run", "give the program to run after --");
 
   for (const Flag& f : flags) {
     if (f.option->count() == 0) continue;
@@ -102,13 +105,18 @@ int main(int argc, char** argv) {
   tita::verbs::Config c;
   std::string err;
   if (tita::verbs::load(&c, &err) != 0) {
-    std::fprintf(stderr, "tita-run: %s\n", err.c_str());
-    return 2;
+    // A value from a flag: the message names the flag, not its variable.
+    for (const Flag& f : flags) {
+      if (f.option->count() == 0 || err.rfind(f.env + ": ", 0) != 0) continue;
+      std::string rest = err.substr(f.env.size() + 2);
+      if (rest.rfind(f.key + ": ", 0) == 0) rest = rest.substr(f.key.size() + 2);
+      err = f.name + ": " + rest;
+    }
+    return tita::cli::usage_error("tita-run", err);
   }
   const std::string lib = find_library();
   if (lib.empty()) {
-    std::fprintf(stderr, "tita-run: libtita-verbs.so not found (set TITA_VERBS_LIB)\n");
-    return 2;
+    return tita::cli::usage_error("tita-run", "libtita-verbs.so not found (set TITA_VERBS_LIB)");
   }
   // The device node and sysfs entries that middleware (UCX, Open MPI) checks
   // before it uses a device, in a mount namespace of the program's own

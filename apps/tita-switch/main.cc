@@ -12,7 +12,6 @@
 // Exit: SIGINT/SIGTERM, --max-seconds, or --exit-when-idle MS (no packet
 // received for MS and nothing left to send: how pcap-fed tests end).
 // Exit status: 0, 1 for a DPDK failure, 2 for a bad configuration.
-#include <CLI/CLI.hpp>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -31,6 +30,7 @@
 
 #include "config.h"
 #include "report.h"
+#include "tita/cli/cli11.h"
 #include "tita/dpdk/port.h"
 #include "tita/fabric/switch.h"
 
@@ -39,17 +39,12 @@ namespace {
 using namespace tita;
 using nlohmann::json;
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 constexpr uint16_t kBurst = 32;
 constexpr uint64_t kSnapshotNs = 20'000'000;  // telemetry snapshot refresh
 constexpr uint64_t kSlowLoopNs = 100'000;     // a polling loop slower than this is counted
 
-int config_error(const std::string& msg) {
-  std::fprintf(stderr, "tita-switch: %s\n", msg.c_str());
-  return 2;
-}
+int config_error(const std::string& msg) { return tita::cli::usage_error("tita-switch", msg); }
 
 struct Options {
   std::string config;
@@ -237,7 +232,7 @@ class App {
     const uint16_t n = static_cast<uint16_t>(ports_.size());
 
     uint64_t prev = start;
-    while (!g_stop) {
+    while (!tita::cli::stop_requested()) {
       const uint64_t now = clock_.now_ns();
       const uint64_t loop_ns = now - prev;
       prev = now;
@@ -445,27 +440,31 @@ int main(int argc, char** argv) {
       "ports, shared buffer, RED/ECN, PFC, INT, fault injection.\n"
       "Usage: tita-switch <EAL args> -- --config switch.json [flags]"};
   Options o;
-  cli.add_option("--config", o.config, "configuration file (JSON; see doc/switch.md)");
-  cli.add_option("--set", o.sets, "override a setting: path=value, e.g. pfc.enabled=true, ports.1.rate_gbps=10");
-  cli.add_option("--port", o.ports, "add a port by DPDK name (unshaped)");
-  cli.add_option("--route", o.routes, "add a route: PREFIX=PORT[,PORT...] (index or name; PREFIX may be 'default')");
+  // Defaults of -1: the configuration file's value (or its default) stands.
+  cli.add_option("--config", o.config, "configuration file (JSON; see doc/switch.md)")->type_name("FILE");
+  cli.add_option("--set", o.sets, "override a setting: path=value, e.g. pfc.enabled=true, ports.1.rate_gbps=10")
+      ->type_name("PATH=VALUE");
+  cli.add_option("--port", o.ports, "add a port by DPDK name (unshaped)")->type_name("PORT");
+  cli.add_option("--route", o.routes, "add a route: PREFIX=PORT[,PORT...] (index or name; PREFIX may be 'default')")
+      ->type_name("PREFIX=PORTS");
   cli.add_flag("--json", o.json, "final counters as JSON on stdout (with --check: the configuration in effect)");
   cli.add_flag("--check", o.check, "validate the configuration and exit (no EAL start-up)");
-  cli.add_option("--stats-ms", o.stats_ms, "periodic stats line on stderr every N ms (0: off; default 1000)");
-  cli.add_option("--qlen-csv", o.qlen_csv, "write time-stamped egress queue lengths (bytes) to FILE");
-  cli.add_option("--qlen-ports", o.qlen_ports, "ports sampled into --qlen-csv: indexes or names, comma-separated");
-  cli.add_option("--qlen-interval-us", o.qlen_interval_us, "queue sampling interval (default 100 us)");
-  cli.add_option("--max-seconds", o.max_seconds, "stop after S seconds");
+  cli.add_option("--stats-ms", o.stats_ms, "periodic stats line on stderr every N ms (0: off; default 1000)")
+      ->type_name("ms")->check(CLI::Range(int64_t{0}, int64_t{86'400'000}));
+  cli.add_option("--qlen-csv", o.qlen_csv, "write time-stamped egress queue lengths (bytes) to FILE")
+      ->type_name("FILE");
+  cli.add_option("--qlen-ports", o.qlen_ports, "ports sampled into --qlen-csv: indexes or names, comma-separated")
+      ->type_name("PORTS");
+  cli.add_option("--qlen-interval-us", o.qlen_interval_us, "queue sampling interval (default 100 us)")
+      ->type_name("us")->check(CLI::Range(1.0, 1e9));
+  cli.add_option("--max-seconds", o.max_seconds, "stop after this long (default: run until a signal)")
+      ->type_name("s")->check(CLI::Range(0.0, 1e9));
   cli.add_option("--exit-when-idle", o.exit_when_idle_ms,
-                 "stop once nothing was received for MS ms and nothing is left to send (pcap-fed runs)");
-  cli.add_option("--seed", o.seed, "seed of the switch's random draws (RED, random loss)");
-  try {
-    cli.parse(static_cast<int>(args.tool.size()), args.tool.data());
-  } catch (const CLI::CallForHelp& e) {
-    return cli.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return config_error(e.what());
-  }
+                 "stop once nothing was received for this long and nothing is left to send (pcap-fed runs)")
+      ->type_name("ms")->check(CLI::Range(int64_t{0}, int64_t{86'400'000}));
+  cli.add_option("--seed", o.seed, "seed of the switch's random draws (RED, random loss; default 1)")
+      ->type_name("SEED")->check(CLI::NonNegativeNumber);
+  if (const int rc = tita::cli::parse(cli, "tita-switch", args.tool); rc >= 0) return rc;
 
   tsw::AppConfig cfg;
   std::string err;
@@ -486,12 +485,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (dpdk::eal_init(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
-    std::fprintf(stderr, "tita-switch: %s\n", err.c_str());
-    return 1;
+  // Before EAL: a signal while it starts stops the switch too. A stopped
+  // switch still reports and exits 0: a signal is how a service's run ends.
+  tita::cli::install_stop_signals();
+  if (dpdk::eal_init_for_tool(static_cast<int>(args.eal.size()), args.eal.data(), &err) < 0) {
+    return tita::cli::usage_error("tita-switch", err);
   }
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   int status = 0;
   {
     // Never freed: the telemetry thread reads it until the process exits.

@@ -3,8 +3,11 @@
 // registry is read afterwards by Params::create and the hosts' listings.
 #include <dlfcn.h>
 
+#include <filesystem>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -59,10 +62,20 @@ int load_plugin(std::string_view path, std::string* err) {
     if (err != nullptr) *err = "--cc-plugin " + file + ": " + msg;
     return rc;
   };
+  // A bare file name is the file of that name here, as on any command line;
+  // dlopen() alone would look only on the library search path. A name that is
+  // not here is looked for there (an installed plug-in).
+  const bool bare = file.find('/') == std::string::npos;
+  std::error_code ec;
+  const std::string open_as = bare && std::filesystem::exists(file, ec) ? "./" + file : file;
   // RTLD_NOW: an undefined symbol is an error here, not a crash at first use.
-  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(open_as.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* e = dlerror();
+    if (bare && open_as == file && (e == nullptr || std::strstr(e, "No such file") != nullptr)) {
+      return fail(-ENOENT, "no such file in the current directory or on the library search path (LD_LIBRARY_PATH, "
+                           "ldconfig's directories); give its path, e.g. ./" + file + " or /path/to/" + file);
+    }
     return fail(-ENOENT, e != nullptr ? e : "cannot load");
   }
   using Entry = const PluginOps* const* (*)(size_t*);

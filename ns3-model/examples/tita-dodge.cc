@@ -17,8 +17,8 @@
 // is the long flow), summary.json (detection and recovery times, completion,
 // bytes delivered, collective duration).
 #include "tita-dodge-experiment.h"
+#include "tita/cli/contract.h"
 
-#include "ns3/command-line.h"
 #include "ns3/simulator.h"
 
 #include <cstdlib>
@@ -31,7 +31,7 @@ main(int argc, char* argv[])
 {
     Time::SetResolution(Time::PS);
     TitaDodgeConfig cfg;
-    CommandLine cmd(__FILE__);
+    TitaCommandLine cmd("tita-dodge", __FILE__);
     cmd.Usage("A long flow and a collective on a fat-tree; a port on the long flow's path fails silently.");
     cfg.AddOptions(cmd);
     cmd.Parse(argc, argv);
@@ -40,8 +40,7 @@ main(int argc, char* argv[])
     std::string err;
     if (!experiment.Build(&err))
     {
-        std::cerr << "tita-dodge: " << err << "\n";
-        return 2;
+        return ::tita::cli::usage_error("tita-dodge", err);
     }
     experiment.Run();
     experiment.Finish();

@@ -12,8 +12,8 @@
 #include "tita-scenario.h"
 #include "tita-simulator-impl.h"
 #include "tita/cc/cc.h"
+#include "tita/cli/contract.h"
 
-#include "ns3/command-line.h"
 #include "ns3/global-value.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -27,12 +27,11 @@ namespace
 {
 
 // A mistake in what the user asked for: one line, exit status 2, before any
-// simulation work.
+// simulation work (the contract of tita/cli/contract.h).
 [[noreturn]] void
 Usage(const std::string& msg)
 {
-    std::cerr << "tita-sim: " << msg << "\n";
-    std::exit(2);
+    std::exit(::tita::cli::usage_error("tita-sim", msg));
 }
 
 } // namespace
@@ -45,7 +44,7 @@ main(int argc, char* argv[])
     // tita-simulator-impl.h). --SimulatorImplementationType overrides it.
     GlobalValue::Bind("SimulatorImplementationType", StringValue(TitaSimulatorImpl::GetTypeId().GetName()));
     TitaScenarioConfig cfg;
-    CommandLine cmd(__FILE__);
+    TitaCommandLine cmd("tita-sim", __FILE__);
     cmd.Usage("Runs a tita data-centre simulation. Every ns-3 attribute is settable too, e.g.\n"
               "--ns3::RdmaNicNetDevice::PathMtu=4096 --ns3::TitaSwitchNode::BufferSize=33554432");
     cfg.AddOptions(cmd);

@@ -45,29 +45,35 @@ Gbps(const TitaDodgeSample& a, const TitaDodgeSample& b)
 } // namespace
 
 void
-TitaDodgeConfig::AddOptions(CommandLine& cmd)
+TitaDodgeConfig::AddOptions(TitaCommandLine& cmd)
 {
-    cmd.AddValue("topo", "HPCC topology file or fattree:pods=,tors=,aggs=,hosts=,cores=,fabric_rate=", topo);
-    cmd.AddValue("fault", "none | blackhole (drop all routed to the port) | loss (random)", fault);
-    cmd.AddValue("loss", "Drop probability for --fault=loss", loss);
+    cmd.AddValue("topo",
+                 "HPCC topology file or fattree:pods=,tors=,aggs=,hosts=,cores=,fabric_rate=",
+                 topo,
+                 "TOPOLOGY");
+    cmd.AddValue("fault",
+                 "none | blackhole (drop all routed to the port) | loss (random)",
+                 fault,
+                 "none|blackhole|loss");
+    cmd.AddValue("loss", "Drop probability for --fault=loss", loss, "REAL (0..1)");
     cmd.AddValue("dodge", "Path control in the NICs (Hash Dodging)", dodge);
-    cmd.AddValue("recovery", "gbn | sr", recovery);
-    cmd.AddValue("cc", "Congestion control of every QP", cc);
-    cmd.AddValue("flow-bytes", "Size of the long flow", flowBytes);
-    cmd.AddValue("fault-at", "When the port fails", faultAt);
+    cmd.AddValue("recovery", "gbn | sr", recovery, "gbn|sr");
+    cmd.AddValue("cc", "Congestion control of every QP", cc, "NAME");
+    cmd.AddValue("flow-bytes", "Size of the long flow", flowBytes, "UINT (bytes)");
+    cmd.AddValue("fault-at", "When the port fails", faultAt, "TIME");
     cmd.AddValue("reroute-after", "Control plane: the port leaves its ECMP groups this long after the fault",
-                 rerouteAfter);
-    cmd.AddValue("collective", "none | alltoall | allreduce", collective);
+                 rerouteAfter, "TIME");
+    cmd.AddValue("collective", "none | alltoall | allreduce", collective, "none|alltoall|allreduce");
     cmd.AddValue("ranks", "Hosts in the collective (spread over the ToRs; not the long flow's)", ranks);
-    cmd.AddValue("collective-bytes", "Bytes per rank", collectiveBytes);
-    cmd.AddValue("collective-at", "When the collective starts", collectiveAt);
-    cmd.AddValue("sample", "Throughput sampling interval", sample);
-    cmd.AddValue("series-before", "Sample from this long before the fault", seriesBefore);
-    cmd.AddValue("series-after", "... until this long after it", seriesAfter);
-    cmd.AddValue("stop", "Hard stop (simulated)", stop);
+    cmd.AddValue("collective-bytes", "Bytes per rank", collectiveBytes, "UINT (bytes)");
+    cmd.AddValue("collective-at", "When the collective starts", collectiveAt, "TIME");
+    cmd.AddValue("sample", "Throughput sampling interval", sample, "TIME");
+    cmd.AddValue("series-before", "Sample from this long before the fault", seriesBefore, "TIME");
+    cmd.AddValue("series-after", "... until this long after it", seriesAfter, "TIME");
+    cmd.AddValue("stop", "Hard stop (simulated)", stop, "TIME");
     cmd.AddValue("qp-timeout", "IB local ACK timeout code of every QP (4.096 us x 2^code)", qpTimeout);
     cmd.AddValue("retry-cnt", "Retransmission rounds before RETRY_EXC_ERR", retryCnt);
-    cmd.AddValue("out", "Output directory", outDir);
+    cmd.AddValue("out", "Output directory", outDir, "DIR");
 }
 
 TitaDodgeExperiment::TitaDodgeExperiment(TitaDodgeConfig cfg, TitaNotes& notes)

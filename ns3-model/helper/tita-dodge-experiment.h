@@ -9,6 +9,7 @@
 // (detection and recovery times, completion, bytes, collective duration).
 #pragma once
 
+#include "tita-command-line.h"
 #include "tita-flow-manager.h"
 #include "tita-long-flow.h"
 #include "tita-network-helper.h"
@@ -54,7 +55,7 @@ struct TitaDodgeConfig
     std::string outDir = "out/tita-dodge";
 
     /// tita-dodge's options, each bound to its field, with its help.
-    void AddOptions(CommandLine& cmd);
+    void AddOptions(TitaCommandLine& cmd);
 };
 
 /// Samples of the delivered bytes, and what they say about the fault.

@@ -27,59 +27,71 @@ SecondsSince(std::chrono::steady_clock::time_point t)
 } // namespace
 
 void
-TitaScenarioConfig::AddOptions(CommandLine& cmd)
+TitaScenarioConfig::AddOptions(TitaCommandLine& cmd)
 {
     cmd.AddValue("topo",
                  "HPCC topology file, or fattree:pods=,tors=,aggs=,hosts=,cores=,host_rate=,fabric_rate=,"
                  "delay=,oversub= | multirail:blocks=,servers=,gpus=,spines=,nic_rate=,fabric_rate=,nvlink= "
-                 "| star:n=,rate=,delay=",
-                 topo);
+                 "| star:n=,rate=,delay= (rates with their unit: 100Gbps)",
+                 topo,
+                 "TOPOLOGY");
     cmd.AddValue("workload",
                  "';'-separated: poisson:cdf=FILE,load=0.3 | flows:path=FILE | incast:senders=N,"
                  "receiver=R,bytes=B,jitter=NS,at=NS | allreduce:ranks=all|N,bytes=B,order=rail|server (multi-rail) or host|spread | "
                  "alltoall:ranks=N,bytes=B,pxn=0|1,order=(as allreduce)",
-                 workload);
+                 workload,
+                 "WORKLOAD");
     cmd.AddValue("cc",
                  "Congestion control: none dcqcn timely hpcc swift powertcp nscc tita, or one of a "
                  "--cc-plugin; help lists them with their parameters",
-                 cc);
+                 cc,
+                 "NAME");
     cmd.AddValue("cc-plugin",
                  "Comma-separated shared objects with congestion-control plug-ins (cc/plugin.h) to load",
-                 ccPlugins);
-    cmd.AddValue("cc-params", "Comma-separated name=value parameters of the congestion control", ccParams);
-    cmd.AddValue("duration", "Poisson arrivals during this long", duration);
-    cmd.AddValue("stop", "Stop the simulation at this time even if flows remain", stop);
+                 ccPlugins,
+                 "PATH[,PATH]");
+    cmd.AddValue("cc-params",
+                 "Comma-separated name=value parameters of the congestion control",
+                 ccParams,
+                 "NAME=VALUE[,...]");
+    cmd.AddValue("duration", "Poisson arrivals during this long", duration, "TIME");
+    cmd.AddValue("stop", "Stop the simulation at this time even if flows remain", stop, "TIME");
     cmd.AddValue("seed", "Seed of the workload generator", seed);
-    cmd.AddValue("out", "Output directory", outDir);
-    cmd.AddValue("progress", "Seconds of wall time between progress lines (0: none)", progress);
-    cmd.AddValue("qlen-interval", "Switch queue length sampling period (0: none)", qlenInterval);
-    cmd.AddValue("pcap", "Comma-separated host indices to capture (pcap, RoCEv2 frames)", pcap);
+    cmd.AddValue("out", "Output directory", outDir, "DIR");
+    cmd.AddValue("progress", "Seconds of wall time between progress lines (0: none)", progress, "REAL (s)");
+    cmd.AddValue("qlen-interval", "Switch queue length sampling period (0: none)", qlenInterval, "TIME");
+    cmd.AddValue("pcap", "Comma-separated host indices to capture (pcap, RoCEv2 frames)", pcap, "HOSTS");
     cmd.AddValue("names", "Register nodes under their topology names (Config paths)", names);
     cmd.AddValue("series",
                  "Sampling period of flow_series.csv (each active flow's delivered bytes, goodput, rate "
                  "and window), qlen_series.csv (every non-empty switch queue) and port_series.csv (every "
                  "switch port that sent: its wire bytes and utilisation over the period); 0: none",
-                 series);
+                 series,
+                 "TIME");
     cmd.AddValue("metrics",
                  "Sampling period of metrics.jsonl: the counters a DPDK process publishes over rte_telemetry "
                  "(/tita/qp of each active flow's QPs, /tita_switch/port and queues of every switch port "
                  "that carried traffic), for tita-exporter --from-sim; 0: none",
-                 metrics);
+                 metrics,
+                 "TIME");
     cmd.AddValue("int-off",
                  "INT off on some switches: all | half (every other switch of each tier) | tor | agg | core",
-                 intOff);
+                 intOff,
+                 "WHICH");
     cmd.AddValue("fault",
                  "';'-separated link faults, both directions: down:link=L|core,at=T,converge=D (the "
                  "switches at its ends withdraw it from ECMP at T, every other switch reroutes around it at "
                  "T+D, default 0) | blackhole:link=L|core,at=T (silently drops everything "
                  "routed to it) | half:link=L|core (half its rate, from the start). L: a links.csv index; "
                  "core: the first link between a switch of the highest tier and another switch",
-                 fault);
+                 fault,
+                 "FAULTS");
     cmd.AddValue("preset",
                  "Configure hosts, switches and the algorithm as another simulator does: hpcc-artifact "
                  "(the HPCC paper's simulator as its run.py sets it up; doc/ns3-vs-hpcc-artifact.md). "
                  "Attributes given on the command line win",
-                 preset);
+                 preset,
+                 "NAME");
 }
 
 TitaScenario::TitaScenario(TitaScenarioConfig cfg, TitaNotes& notes)
@@ -160,7 +172,7 @@ TitaScenario::ApplyPresetAndCc(std::string* err)
         }
         if (!preset.ccParams.empty())
         {
-            m_cfg.ccParams = preset.ccParams + (m_cfg.ccParams.empty() ? "" : "," + m_cfg.ccParams);
+            m_cfg.ccParams = preset.ccParams + (m_cfg.ccParams.empty() ? "" : "," + m_cfg.ccParams, "NAME=VALUE[,...]");
         }
     }
     std::vector<std::string> params;

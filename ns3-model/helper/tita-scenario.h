@@ -18,6 +18,8 @@
 #include "tita-topology.h"
 #include "tita-workload-kinds.h"
 
+#include "tita-command-line.h"
+
 #include "ns3/command-line.h"
 #include "ns3/nstime.h"
 
@@ -59,7 +61,7 @@ struct TitaScenarioConfig
     std::set<std::string> givenAttributes;
 
     /// tita-sim's options, each bound to its field, with its help.
-    void AddOptions(CommandLine& cmd);
+    void AddOptions(TitaCommandLine& cmd);
 };
 
 /**

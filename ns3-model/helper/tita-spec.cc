@@ -141,7 +141,7 @@ TitaSpec::Rate(const std::string& key, uint64_t def) const
     const std::string* v = Find(key);
     uint64_t bps = def;
     std::string err;
-    if (v && (!TitaParseRate(*v, &bps, &err) || bps == 0))
+    if (v && (!TitaParseRateWithUnit(*v, &bps, &err) || bps == 0))
     {
         Bad(key, err.empty() ? "a rate must be above 0" : err);
         return def;

@@ -137,7 +137,7 @@ TitaTopology::ReadHpcc(std::istream& in, const std::string& name, TitaTopology* 
             return lines.Fail(err, "link endpoints '" + w[0] + " " + w[1] + "' must be two node ids below " +
                         std::to_string(nodes));
         }
-        if (!TitaParseRate(w[2], &bps, &why) || !TitaParseTime(w[3], "ns", &delay, &why) ||
+        if (!TitaParseRateWithUnit(w[2], &bps, &why) || !TitaParseTime(w[3], "ns", &delay, &why) ||
             !TitaParseReal(w[4], &errorRate, &why))
         {
             return lines.Fail(err, why);

@@ -117,6 +117,19 @@ TitaParseRate(const std::string& text, uint64_t* bps, std::string* err)
 }
 
 bool
+TitaParseRateWithUnit(const std::string& text, uint64_t* bps, std::string* err)
+{
+    double v = 0;
+    if (WholeNumber(text, &v) && v != 0) // 0 is 0 in every unit
+    {
+        return Fail(err,
+                    "rate '" + text + "' has no unit: write " + text + "Gbps, " + text + "Mbps or " + text +
+                        "bps");
+    }
+    return TitaParseRate(text, bps, err);
+}
+
+bool
 TitaParseTime(const std::string& text, const std::string& bareUnit, Time* t, std::string* err)
 {
     double v = 0;

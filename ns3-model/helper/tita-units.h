@@ -19,6 +19,11 @@ namespace ns3
 /// bits per second ("1e11"). False with a message naming the text otherwise.
 bool TitaParseRate(const std::string& text, uint64_t* bps, std::string* err);
 
+/// A rate that must carry its unit (topologies, DataRate attributes): a bare "10"
+/// could mean bits or gigabits per second, so it is refused with a message that
+/// says how to write it; otherwise as TitaParseRate.
+bool TitaParseRateWithUnit(const std::string& text, uint64_t* bps, std::string* err);
+
 /// A time in ns-3 Time units (s ms us ns ps fs min h d y: "4us", "0.001ms") or a bare
 /// number in `bareUnit` (one of those units). False with a message otherwise
 /// (unknown unit, negative, not a number).

@@ -709,6 +709,7 @@ class TitaFileReadersTestCase : public TestCase
         Expect(Topology("4 2 1\n2 3\n0 2 1Gbps 1us 0 extra\n"), "t.topo:3: link 0 of 1", "a sixth field");
         Expect(Topology("4 2 1\n2 3\n0 0 1Gbps 1us 0\n"), "t.topo:3: link endpoints '0 0'", "a loop");
         Expect(Topology("4 2 1\n2 3\n0 2 1e300Gbps 1us 0\n"), "t.topo:3: rate '1e300Gbps'", "an overflowing rate");
+        Expect(Topology("4 2 1\n2 3\n0 2 100 1us 0\n"), "t.topo:3: rate '100' has no unit", "a bare rate");
         Expect(Topology("4 2 1\n2 3\n0 2 100000000.0.0000001Tbps 1us 0\n"),
                "t.topo:3: rate '100000000.0.0000001Tbps'",
                "a number ns-3 would read differently");

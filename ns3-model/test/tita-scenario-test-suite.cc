@@ -85,6 +85,7 @@ class TitaSpecTestCase : public TestCase
             {"p:load=2", "--w=p: load: 2 is out of range [1e-06, 1]"},
             {"p:flag=2", "--w=p: flag: '2': expected 0 or 1"},
             {"p:rate=0", "--w=p: rate: a rate must be above 0"},
+            {"p:rate=10", "--w=p: rate: rate '10' has no unit: write 10Gbps, 10Mbps or 10bps"},
         };
         for (const auto& [text, want] : bad)
         {

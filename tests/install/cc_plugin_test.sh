@@ -1,7 +1,10 @@
 #!/bin/sh
-# A congestion-control plug-in from its own project, run everywhere unchanged:
-# tita is installed into a scratch prefix, examples/cc-plugin is built against
-# it with meson and pkg-config alone and runs its own unit test; then the
+# A congestion-control plug-in from its own project, run everywhere unchanged,
+# by the route doc/cc/writing-an-algorithm.md documents: tita is installed with
+# `meson install --destdir` into a scratch root whose .pc files are used as
+# installed (relocatable); examples/cc-plugin's files are copied into an empty
+# directory and built there with meson and pkg-config's tita-cc alone (no DPDK,
+# no ISA-L, no -march in its flags), and run its own unit test; then the
 # installed tita-sim runs it in an incast (every flow finishes, the queue stays
 # bounded, the flows share fairly), the installed tita-perf over a crossed
 # net_ring pair, and the golden trace compares its decisions through the ns-3
@@ -14,11 +17,24 @@ build=$1 example=$2 bad_src=$3 ns3_tests=$4 work=$5 dpdk_test=${6:-}
 stage_install "$build" "$work"
 bin=$ROOT_PREFIX/bin
 
-echo "== the example, built out of tree"
-meson setup "$work/example" "$example" >"$work/example-setup.log" 2>&1 || { tail -20 "$work/example-setup.log"; exit 1; }
-ninja -C "$work/example" >/dev/null
-meson test -C "$work/example" --print-errorlogs
-so=$(find "$work/example" -maxdepth 1 -name 'libtita-dctcp.so' | head -1)
+echo "== tita-cc: the cc/ headers, nothing of DPDK or ISA-L"
+flags=$(pkg-config --cflags --libs tita-cc)
+echo "pkg-config --cflags --libs tita-cc: $flags"
+case "$flags" in
+  *march*|*rte_*|*dpdk*|*isal*|*-include*) echo "FAIL: tita-cc brings more than the cc/ headers"; exit 1 ;;
+esac
+[ -f "$(pkg-config --variable=includedir tita-cc)/tita/cc/plugin.h" ] || { echo "FAIL: no tita/cc/plugin.h"; exit 1; }
+
+echo "== the example, copied into an empty directory and built there"
+mkdir -p "$work/mycc"
+cp "$example/meson.build" "$example/dctcp.cc" "$example/dctcp_test.cc" "$work/mycc/"
+(
+  cd "$work/mycc"
+  meson setup build >setup.log 2>&1 || { tail -20 setup.log; exit 1; }
+  ninja -C build >/dev/null
+  meson test -C build --print-errorlogs
+) || exit 1
+so=$(find "$work/mycc/build" -maxdepth 1 -name 'libtita-dctcp.so' | head -1)
 [ -n "$so" ] || { echo "FAIL: no libtita-dctcp.so"; exit 1; }
 if nm -D --undefined-only "$so" | grep -q tita; then
   echo "FAIL: the plug-in needs tita symbols:"; nm -D --undefined-only "$so" | grep tita; exit 1
@@ -27,6 +43,10 @@ fi
 echo "== listed with its parameters"
 "$bin/tita-sim" --cc-plugin="$so" --cc=help | grep -A2 '^dctcp (plug-in)' | tee "$work/help.txt"
 grep -q 'min_window_mtus' "$work/help.txt"
+
+echo "== a bare file name is the file in the current directory"
+(cd "$(dirname "$so")" && "$bin/tita-sim" --cc-plugin="$(basename "$so")" --cc=help) | grep -q '^dctcp (plug-in)' ||
+  { echo "FAIL: --cc-plugin=$(basename "$so") from its directory"; exit 1; }
 
 echo "== tita-sim: a 4-to-1 incast under dctcp"
 out=$work/sim
@@ -54,6 +74,18 @@ check(min(fct) > 0.8 * max(fct), f"finish times within 20% ({min(fct)} .. {max(f
 check(maxq < 2_000_000, f"the bottleneck queue stays below 2 MB (max {maxq} B)")
 sys.exit(0 if ok else 1)
 PY
+
+echo "== tita-doctor precheck takes the plug-in's algorithm"
+rc=0
+"$bin/tita-doctor" precheck --switch "$example/../../apps/tita-switch/examples/switch.json" --cc-plugin "$so" \
+  --cc dctcp >"$work/precheck.log" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then echo "FAIL: precheck --cc-plugin: exit $rc"; cat "$work/precheck.log"; exit 1; fi
+tail -1 "$work/precheck.log"
+rc=0
+"$bin/tita-doctor" precheck --switch "$example/../../apps/tita-switch/examples/switch.json" --cc dctcp \
+  >"$work/precheck-no.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "give it with --cc-plugin" "$work/precheck-no.log" ||
+  { echo "FAIL: precheck --cc dctcp without its plug-in: exit $rc"; cat "$work/precheck-no.log"; exit 1; }
 
 echo "== tita-perf over a crossed net_ring pair"
 "$bin/tita-perf" --no-huge -m 512 -l 0,1 --vdev=net_ring0 --log-level=lib.eal:crit -- --loopback --duration 1 \
@@ -90,12 +122,13 @@ refuse() {  # refuse WHAT EXPECTED ARGS...
 }
 for kind in NO_ENTRY DUPLICATE OVERSIZE; do
   c++ -std=c++20 -shared -fPIC -fvisibility=hidden -DBAD_$kind -o "$work/bad_$kind.so" "$bad_src" \
-    $(pkg-config --cflags libtita)
+    $(pkg-config --cflags tita-cc)
 done
 refuse "a missing entry point" "no tita_cc_plugin_ops_v1" --cc-plugin="$work/bad_NO_ENTRY.so"
 refuse "a duplicate name" "'hpcc': the name is taken" --cc-plugin="$work/bad_DUPLICATE.so"
 refuse "an oversized state" "per-flow state of 4096 bytes, at most" --cc-plugin="$work/bad_OVERSIZE.so"
 refuse "a file that is no plug-in" "cannot open\|invalid ELF\|too short" --cc-plugin="$bad_src"
+refuse "a bare name that is nowhere" "give its path, e.g. ./libnothere.so" --cc-plugin=libnothere.so
 refuse "a bad parameter" "dctcp parameter 'g' = 7 is out of range" --cc-plugin="$so" --cc=dctcp --cc-params=g=7 --topo=star:n=3
 refuse "an unknown parameter" "dctcp has no parameter 'gain'" --cc-plugin="$so" --cc=dctcp --cc-params=gain=1 --topo=star:n=3
 echo "cc-plugin: all checks passed"

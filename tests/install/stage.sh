@@ -1,15 +1,18 @@
-# Sourced: installs build $1 into $2/root and points pkg-config at it (tita's
-# .pc files only: their dependencies are installed system-wide). Sets
-# PKG_CONFIG_PATH and ROOT_PREFIX (the installed prefix inside the scratch root).
+# Sourced: installs build $1 into $2/root (meson install --destdir) and points
+# pkg-config at the installed .pc files as they are: they are relocatable
+# (prefix=${pcfiledir}/...), so nothing is rewritten. tita's dependencies are
+# installed system-wide. Sets PKG_CONFIG_PATH and ROOT_PREFIX (the installed
+# prefix inside the scratch root).
 stage_install() {
   _build=$1 _work=$2
   rm -rf "$_work"
   meson install -C "$_build" --destdir "$_work/root" --no-rebuild >/dev/null
-  mkdir -p "$_work/pc"
-  for pc in $(find "$_work/root" -name 'libtita*.pc'); do
-    prefix=$(sed -n 's/^prefix=//p' "$pc")
-    sed "s|^prefix=.*|prefix=$_work/root$prefix|" "$pc" >"$_work/pc/$(basename "$pc")"
-  done
-  ROOT_PREFIX=$_work/root$prefix
-  export PKG_CONFIG_PATH="$_work/pc"
+  _pc=$(find "$_work/root" -name 'tita-cc.pc' | head -1)
+  [ -n "$_pc" ] || { echo "FAIL: no tita-cc.pc installed"; return 1; }
+  if ! grep -q '^prefix=${pcfiledir}' "$_pc"; then
+    echo "FAIL: $_pc is not relocatable (an old build dir? meson configure $_build -Dpkgconfig.relocatable=true)"
+    return 1
+  fi
+  export PKG_CONFIG_PATH="$(dirname "$_pc")"
+  ROOT_PREFIX=$(cd "$(pkg-config --variable=prefix tita-cc)" && pwd)
 }

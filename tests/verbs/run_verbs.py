@@ -170,7 +170,7 @@ def tools():
                       (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--cc", "hpcc", "--cc-param", "eta=3", "--",
                         "true"], "hpcc parameter 'eta' = 3 is out of range"),
                       (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--pacing-slack-us", "-1", "--", "true"],
-                       "pacing_slack_us: '-1' must be 0 to 1000000"),
+                       "--pacing-slack-us: '-1' must be 0 to 1000000"),
                       (["--vdev", "net_ring0", "--ip", "10.0.0.1", "--neighbour", "10.0.0.2=ff:00:00:00:00:01",
                         "--", "true"], "not a unicast MAC")):
         r = subprocess.run([TITA_RUN] + args, capture_output=True, text=True, timeout=TIMEOUT)

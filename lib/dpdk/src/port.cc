@@ -12,11 +12,13 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -30,6 +32,76 @@ int eal_init(int argc, char** argv, std::string* err) {
     return -1;
   }
   return n;
+}
+
+namespace {
+
+std::string read_all(FILE* f) {
+  std::string text;
+  std::rewind(f);
+  char buf[4096];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
+  return text;
+}
+
+}  // namespace
+
+int eal_init_for_tool(int argc, char** argv, std::string* err) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  FILE* held_out = std::tmpfile();
+  FILE* held_err = std::tmpfile();
+  const int out_fd = ::dup(STDOUT_FILENO);
+  const int err_fd = ::dup(STDERR_FILENO);
+  if (held_out == nullptr || held_err == nullptr || out_fd < 0 || err_fd < 0) {
+    for (int fd : {out_fd, err_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
+    for (FILE* f : {held_out, held_err}) {
+      if (f != nullptr) std::fclose(f);
+    }
+    return eal_init(argc, argv, err);
+  }
+  ::dup2(::fileno(held_out), STDOUT_FILENO);
+  ::dup2(::fileno(held_err), STDERR_FILENO);
+  const int n = rte_eal_init(argc, argv);
+  const int e = rte_errno;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  ::close(out_fd);
+  ::close(err_fd);
+  const std::string out = read_all(held_out);
+  const std::string text = read_all(held_err);
+  std::fclose(held_out);
+  std::fclose(held_err);
+  if (n >= 0) {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    return n;
+  }
+  // EAL's usage (on stdout) is dropped. Of its stderr, its first two distinct
+  // lines that say what is wrong, not what it detected on the way.
+  static constexpr const char* kNoise[] = {"Detected ", "Static memory layout", "Multi-process socket", "IOVA",
+                                           "TELEMETRY", "Invalid 'command line' arguments"};
+  std::string why;
+  int lines = 0;
+  for (size_t at = 0; at < text.size() && lines < 2;) {
+    const size_t nl = text.find('\n', at);
+    std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+    bool noise = line.empty();
+    for (const char* k : kNoise) noise = noise || line.find(k) != std::string::npos;
+    if (noise) continue;
+    if (argc > 0 && line.rfind(std::string(argv[0]) + ": ", 0) == 0) line.erase(0, std::strlen(argv[0]) + 2);
+    if (line.rfind("EAL: ", 0) == 0) line.erase(0, 5);
+    if (why.find(line) != std::string::npos) continue;
+    why += (why.empty() ? "" : "; ") + line;
+    ++lines;
+  }
+  *err = "EAL arguments (before --): " + (why.empty() ? std::string(rte_strerror(e)) : why);
+  return -1;
 }
 
 Args split_args(int argc, char** argv) {

@@ -68,26 +68,27 @@ int add_neighbour(Config* c, std::string_view ip, std::string_view mac, const st
 // The verbs layer's own settings; the engine's follow them (settings()).
 struct OwnSetting {
   std::string_view key;
+  std::string_view type;
   std::string_view help;
 };
 constexpr OwnSetting kOwnSettings[] = {
-    {"device", "device name in ibv_devices (default tita0)"},
-    {"vdev", "DPDK vdev to create, as EAL's --vdev takes it (net_vhost0,iface=/tmp/s)"},
-    {"port", "existing DPDK port instead: PCI address, name or number"},
-    {"ip", "IPv4 address of the device (GID index 0 is ::ffff:ip, RoCE v2)"},
-    {"mac", "source MAC (default: the port's)"},
-    {"eal", "extra EAL arguments, space separated"},
-    {"hugepages", "use hugepages (default false: EAL --no-huge)"},
-    {"memory_mb", "EAL memory with --no-huge (default 512)"},
-    {"cc_plugin", "shared objects with congestion-control plug-ins to load, space separated"},
-    {"cc", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita, or a plug-in's"},
-    {"cc_params", "its parameters, name=value, space separated"},
-    {"recovery", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
-    {"progress", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
-    {"engines", "engines on the port (default 1), each with its own queue pair, lock and thread; QPs go to them in turn"},
-    {"link_wait_ms", "how long opening the device waits for the link (default 30000)"},
-    {"neighbours", "static ARP entries: ip=mac,ip=mac (file: {\"ip\": \"mac\"})"},
-    {"log", "none, error (default), info or debug, on stderr"},
+    {"device", "NAME", "device name in ibv_devices (default tita0)"},
+    {"vdev", "DEVARGS", "DPDK vdev to create, as EAL's --vdev takes it (net_vhost0,iface=/tmp/s)"},
+    {"port", "PORT", "existing DPDK port instead: PCI address, name or number"},
+    {"ip", "IPv4", "IPv4 address of the device (GID index 0 is ::ffff:ip, RoCE v2)"},
+    {"mac", "MAC", "source MAC (default: the port's)"},
+    {"eal", "ARGS", "extra EAL arguments, space separated (not -l, -c or --lcores: the device sets its lcores)"},
+    {"hugepages", "BOOL", "use hugepages (default false: EAL --no-huge)"},
+    {"memory_mb", "MiB", "EAL memory with --no-huge (default 512)"},
+    {"cc_plugin", "PATH", "shared objects with congestion-control plug-ins to load, space separated"},
+    {"cc", "NAME", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita, or a plug-in's"},
+    {"cc_params", "NAME=VALUE", "its parameters, name=value, space separated"},
+    {"recovery", "gbn|sr", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
+    {"progress", "busy|adaptive", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
+    {"engines", "COUNT", "engines on the port (default 1), each with its own queue pair, lock and thread; QPs go to them in turn"},
+    {"link_wait_ms", "ms", "how long opening the device waits for the link (default 30000)"},
+    {"neighbours", "IP=MAC", "static ARP entries: ip=mac,ip=mac (file: {\"ip\": \"mac\"})"},
+    {"log", "none|error|info|debug", "on stderr (default error)"},
 };
 
 // An engine setting the verbs layer offers, by its key.
@@ -102,12 +103,16 @@ const std::vector<Setting>& settings() {
   static const std::vector<Setting> kSettings = [] {
     std::vector<Setting> out;
     for (const OwnSetting& s : kOwnSettings) {
-      out.push_back({std::string(s.key), engine::env_variable(s.key), std::string(s.help)});
+      out.push_back({std::string(s.key), engine::env_variable(s.key), std::string(s.help), std::string(s.type)});
     }
     for (const engine::Setting& s : engine::settings()) {
       if (!s.verbs) continue;
+      const std::string type = s.kind == engine::SettingKind::kBool     ? "BOOL"
+                               : s.kind == engine::SettingKind::kChoice ? s.range_text()
+                               : !s.unit.empty()                        ? std::string(s.unit)
+                                                                        : "COUNT";
       out.push_back({std::string(s.name), engine::env_variable(s.name),
-                     std::string(s.help) + " (default " + s.default_text(engine::FrontEnd::kVerbs) + ")"});
+                     std::string(s.help) + " (default " + s.default_text(engine::FrontEnd::kVerbs) + ")", type});
     }
     return out;
   }();
@@ -131,6 +136,18 @@ int set(Config* c, std::string_view key, std::string_view v, std::string* err) {
     if (!parse_mac(v, c->mac_bytes) || (c->mac_bytes[0] & 1)) return bad("is not a unicast MAC address");
     c->mac = v;
   } else if (key == "eal") {
+    // The device sets these itself (device.cc): given again, EAL refuses the
+    // pair and prints its whole usage from inside the application.
+    static constexpr std::string_view kOwn[] = {"-l", "-c", "--lcores"};
+    for (const std::string& w : split(v, ' ')) {
+      const std::string_view name = std::string_view(w).substr(0, w.find('='));
+      for (std::string_view own : kOwn) {
+        if (name == own || (own.size() == 2 && name.size() > 2 && name.substr(0, 2) == own)) {
+          return bad("sets the lcores (" + std::string(own) + "), which the device sets itself: its thread runs "
+                     "on the CPUs the program may use (limit them with taskset)");
+        }
+      }
+    }
     c->eal = v;
   } else if (key == "hugepages") {
     if (!parse_bool(v, &c->hugepages)) return bad("must be true or false");

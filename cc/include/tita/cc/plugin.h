@@ -73,6 +73,9 @@ struct PluginOps {
 int register_algorithm(const PluginOps& ops, std::string* err);
 
 // dlopen()s a plug-in and registers every algorithm its TITA_CC_PLUGIN names.
+// A bare file name ("libmycc.so") is the file of that name in the current
+// directory if there is one, else what dlopen() finds on the library search
+// path; a path ("build/libmycc.so") is that file.
 // Fails (-ENOENT, -EINVAL, -EEXIST) with one line naming the file for: a file
 // that cannot be loaded (missing, not an ELF, an undefined symbol), one without
 // the entry point (no TITA_CC_PLUGIN), or a registration refused; then nothing

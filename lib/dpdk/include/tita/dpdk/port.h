@@ -21,6 +21,14 @@ namespace tita::dpdk {
 // argv + n), or -1 with rte_strerror's message in *err.
 int eal_init(int argc, char** argv, std::string* err);
 
+// The same for a program's own command line (tita-perf, tita-switch; never from
+// a library inside another program): a bad EAL argument does not print EAL's
+// whole usage. What EAL writes on stdout while it starts is dropped and what it
+// writes on stderr is held back; on success the latter follows as it was, on
+// failure *err is its line that names the problem ("unrecognized option
+// '--bogus'", "lcore 99 unavailable"), for one line and exit status 2.
+int eal_init_for_tool(int argc, char** argv, std::string* err);
+
 // A command line `prog <EAL args> -- <tool args>` split so the tool can read
 // (and check, and answer --help) its own arguments before EAL starts. Each list
 // starts with argv[0]; without "--", every argument is the tool's.

@@ -61,6 +61,7 @@ struct Setting {
   std::string key;
   std::string env;
   std::string help;
+  std::string type;  // what a value is, with its unit, for help: "IPv4", "MiB", "us", "gbn|sr"
 };
 const std::vector<Setting>& settings();
 
