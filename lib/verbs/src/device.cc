@@ -518,6 +518,14 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     d->post_async(context_of(cq->cq.context), ae);
     return;
   }
+  if (e.kind == engine::EventKind::kQpRetryExceeded) {
+    // No IBV event: the completion carries IBV_WC_RETRY_EXC_ERR; this line says why.
+    d->log(Config::Log::kError,
+           "QP 0x%06x: retry count exceeded: %u %s in a row without progress at PSN %u (no ACK or READ response "
+           "moved); its WRs complete with IBV_WC_RETRY_EXC_ERR",
+           e.qp_num, static_cast<unsigned>(e.retries) + 1, e.by_nak ? "sequence NAKs" : "timeouts", e.psn);
+    return;
+  }
   auto it = d->qps_.find(e.qp_num);
   if (it == d->qps_.end()) return;
   Qp* qp = it->second;
