@@ -419,6 +419,12 @@ struct Completer {
 }  // namespace
 
 void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
+  if (qp.sr && !qp.peer_tita && qp.cold.counters.sr_fallbacks == 0) [[unlikely]] {
+    // The peer answers without tita's trailer: a standard RoCE peer (or a tita
+    // without telemetry). Selective repeat needs both ends; go-back-N it is.
+    ++qp.cold.counters.sr_fallbacks;
+    raise(EventKind::kQpRecoveryFallback, 0, qp.qpn);
+  }
   Completer c{*this, qp};
   switch (pkt.op->kind) {
     case wire::Kind::kAck: c.on_ack(pkt); break;

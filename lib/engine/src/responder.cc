@@ -149,6 +149,14 @@ struct Responder {
         ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % qp.cold.reads.size()];
         if (!job.atomic && wire::psn_distance(psn, job.first_psn) < job.npkts) {
           start_read(job);
+          // A go-back-N requester (Linux rxe, a RoCE NIC) asks again for
+          // everything after this READ too, and drops any response before
+          // those arrive: the answers queued behind it would be sent twice.
+          // A tita requester asks for holes only and keeps the rest.
+          if (!qp.peer_tita && k + 1 < qp.resp.reads_count) {
+            qp.cold.counters.read_jobs_dropped += qp.resp.reads_count - (k + 1);
+            qp.resp.reads_count = k + 1;
+          }
           return Step::kDone;
         }
       }

@@ -51,6 +51,7 @@ std::string_view to_string(EventKind k) {
     case EventKind::kQpAccessError: return "IBV_EVENT_QP_ACCESS_ERR";
     case EventKind::kCommEstablished: return "IBV_EVENT_COMM_EST";
     case EventKind::kQpRetryExceeded: return "retry count exceeded";  // issue 29
+    case EventKind::kQpRecoveryFallback: return "selective repeat refused by the peer";
   }
   return "?";
 }

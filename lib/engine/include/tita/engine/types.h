@@ -210,6 +210,12 @@ struct QpCounters {
   // The QP ended in RETRY_EXC_ERR: retry_cnt timeouts (or sequence NAKs) in a
   // row without progress (0 or 1; the verbs layer logs the cause once).
   uint64_t retry_exceeded = 0;
+  // Responder: READ responses and atomic answers queued behind a READ that a
+  // go-back-N peer asked again, dropped (it asks again for them too).
+  uint64_t read_jobs_dropped = 0;
+  // Selective repeat was set, but the peer's frames carry no tita trailer:
+  // the QP runs go-back-N (0 or 1; the host hears of it once).
+  uint64_t sr_fallbacks = 0;
   uint64_t ooo_buffered = 0;         // selective repeat: kept for later
   uint64_t ecn_ce_received = 0;
   uint64_t cnps_sent = 0;
@@ -270,6 +276,9 @@ enum class EventKind : uint8_t {
   // timeouts or sequence NAKs in a row without progress; QpCounters say
   // more). For the host's log: the completion alone says little.
   kQpRetryExceeded,
+  // Not an IBV event: selective repeat was set (QpAttr::recovery), but the
+  // peer speaks no tita trailer; the QP runs go-back-N. Once per QP.
+  kQpRecoveryFallback,
 };
 std::string_view to_string(EventKind k);
 
@@ -337,6 +346,8 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("read_rerequests", q.read_rerequests);
   f("loss_window_cuts", q.loss_window_cuts);
   f("retry_exceeded", q.retry_exceeded);
+  f("read_jobs_dropped", q.read_jobs_dropped);
+  f("sr_fallbacks", q.sr_fallbacks);
   f("ecn_ce_received", q.ecn_ce_received);
   f("cnps_sent", q.cnps_sent);
   f("cnps_received", q.cnps_received);
