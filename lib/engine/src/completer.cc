@@ -308,11 +308,14 @@ struct Completer {
       return;
     }
     // A response behind the highest one seen: reordering. If it came later
-    // than a hole is given, the window grows to its lag.
+    // than a hole is given, the window grows to its lag - unless its part was
+    // asked again: then it may be the answer to that, late by nature.
     if (psn_before(psn, qp.comp.acked_psn)) {
       ++qp.cold.counters.out_of_order_received;
       const uint32_t lag = psn_distance(qp.comp.acked_psn, psn);
-      if (lag >= qp.comp.reorder_pkts) qp.comp.reorder_pkts = static_cast<uint16_t>(std::min(lag + 1, kMaxReorderPackets));
+      if (!p->reasked && lag >= qp.comp.reorder_pkts) {
+        qp.comp.reorder_pkts = static_cast<uint16_t>(std::min(lag + 1, kMaxReorderPackets));
+      }
     }
     p->got |= uint64_t{1} << bit;
     if (p->asked >> bit & 1) {

@@ -102,6 +102,7 @@ struct ReadPart {
   static constexpr uint8_t kNoHole = 0xff;
   uint8_t hole = kNoHole;    // the hole a re-request last asked for (the completer's)
   bool rereq = false;        // a re-request of [rereq_from, +rereq_len) is to go
+  bool reasked = false;      // asked again at least once (its responses may be replays)
   uint8_t rereq_from = 0;
   uint8_t rereq_len = 0;
 
@@ -129,6 +130,9 @@ struct ReadJob {
   uint32_t npkts = 0;
   uint32_t mr = 0;         // MR index (0: none, a zero-length READ)
   bool atomic = false;     // answered with one Atomic Acknowledge
+  // Made for a repeated READ whose first answer was done: it holds no
+  // resource of its own, and yields its slot to a new READ or atomic.
+  bool replay = false;
 };
 
 // The result of an executed atomic, kept to answer a duplicate of it (IBA

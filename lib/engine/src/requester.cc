@@ -25,6 +25,11 @@ namespace {
 constexpr uint64_t kPicosPerNs = 1000;
 constexpr uint32_t kEthernetOverheadBytes = 24;  // preamble 8, FCS 4, inter-frame gap 12
 constexpr uint32_t kMaxOutstandingPsns = 1u << 22;
+// READ parts under the loss window: at least this many open, of at least this
+// many responses (a part's lost tail is seen by the next part's responses,
+// not only by the timer).
+constexpr uint32_t kMinReadParts = 2;
+constexpr uint32_t kMinReadPartPackets = 8;
 
 // Request opcode for packet `idx` of `npkts` of a SEND or WRITE.
 Opcode request_opcode(WrOpcode op, uint32_t idx, uint32_t npkts) {
@@ -73,13 +78,15 @@ bool Engine::Impl::can_send_new(const Qp& qp) const {
   // A fenced WR waits for every earlier READ and atomic to complete.
   // (Parts retire in order, so none open means every earlier one completed.)
   if (w.fence && !w.started && qp.parts_open() > 0) return false;
-  if (!loss_allows(qp)) return false;
   if (w.needs_response()) {
     // A part asked before is asked again (go-back-N) in the resource it holds;
-    // a new one needs a free one.
+    // a new one needs a free one. Two parts may always be open, whatever the
+    // loss window: the responses of the second show the first's lost tail.
+    if (!loss_allows(qp) && qp.parts_open() >= kMinReadParts) return false;
     if (w.started && psn_distance(qp.req.snd_nxt, w.first_psn) < w.asked_pkts) return true;
     return qp.parts_open() < part_limit(qp);
   }
+  if (!loss_allows(qp)) return false;
   const uint64_t cwnd = qp.flow.cwnd_bytes();
   return qp.inflight_bytes() == 0 || qp.inflight_bytes() < cwnd;
 }
@@ -157,12 +164,14 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
 bool Engine::Impl::ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len,
                                       bool last) const {
   if (qp.req.ack_every <= 1 || psn % qp.req.ack_every == 0) return true;
+  // After a loss (the loss window on), every packet asks: a lost ACK then
+  // costs nothing, where it would cost a timeout with the window full.
+  if (!qp.selective() && qp.loss().on()) return true;
   const uint32_t next_wr = (static_cast<uint32_t>(&w - qp.req.sq) + 1) & (qp.sq_size() - 1);
   if (last && next_wr == qp.req.sq_tail) return true;
   if (qp.req.asked && !psn_before(qp.req.asked_psn, qp.comp.snd_una)) return false;  // its ACK will open the window
   const uint32_t outstanding = psn_distance(psn_add(psn, 1), qp.comp.snd_una);
   if (outstanding >= kMaxOutstandingPsns || (qp.selective() && outstanding >= cfg.sr_window)) return true;
-  if (!qp.selective() && qp.loss().on() && loss_in_flight(qp) + 1 >= qp.loss().window()) return true;
   return qp.inflight_bytes() + len >= qp.flow.cwnd_bytes();
 }
 
@@ -386,7 +395,10 @@ void Engine::Impl::ask_part(Qp& qp, ReadPart& p, uint32_t from, uint32_t len, bo
   p.asked |= want;
   qp.comp.read_in_flight += static_cast<uint32_t>(std::popcount(want));
   p.asked_from = static_cast<uint8_t>(from);
-  if (again) ++qp.cold.counters.read_rerequests;
+  if (again) {
+    ++qp.cold.counters.read_rerequests;
+    p.reasked = true;
+  }
   send_request(qp, w, psn_add(p.first_psn, from), again, len);
 }
 
@@ -409,7 +421,8 @@ void Engine::Impl::send_part(Qp& qp, SendWqe& w) {
   uint32_t n = std::min(kReadPartPackets, w.npkts - off);
   if (qp.loss().on() && !qp.selective()) {
     const uint32_t in_flight = loss_in_flight(qp);
-    n = std::min(n, std::max(1u, qp.loss().window() > in_flight ? qp.loss().window() - in_flight : 1u));
+    const uint32_t room = qp.loss().window() > in_flight ? qp.loss().window() - in_flight : 0;
+    n = std::min(n, std::max(kMinReadPartPackets, room));
   }
   ReadPart& p = qp.part(qp.req.parts_tail++);
   p = ReadPart{};

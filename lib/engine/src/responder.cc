@@ -160,7 +160,10 @@ struct Responder {
           return Step::kDone;
         }
       }
-      if (qp.resp.reads_count < qp.cold.reads.size()) push_read();
+      if (qp.resp.reads_count < qp.cold.reads.size()) {
+        push_read();
+        qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count - 1) % qp.cold.reads.size()].replay = true;
+      }
       return Step::kDone;
     }
     // Re-acknowledge, so a sender whose ACK was lost moves on. A
@@ -253,8 +256,11 @@ struct Responder {
       qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
       return Step::kNakInvalid;
     }
-    // READs and atomics hold a responder resource until answered.
-    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size()) {
+    // READs and atomics hold a responder resource until answered. A replay
+    // (a repeated READ answered anew) holds none: a new request takes its slot,
+    // and the requester asks again if it still misses those responses.
+    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size() &&
+        !drop_replay()) {
       return Step::kNakInvalid;
     }
     return Step::kCheckAccess;
@@ -312,6 +318,20 @@ struct Responder {
     job.psn = job.first_psn = psn;
     job.npkts = qp.packets_for(job.remaining);
     job.mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
+  }
+
+  // Removes the oldest replay job from the ring (the later ones move up); false if none.
+  bool drop_replay() {
+    const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
+    for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
+      if (!qp.cold.reads[(qp.cold.reads_head + k) % size].replay) continue;
+      for (uint32_t j = k; j + 1 < qp.resp.reads_count; ++j) {
+        qp.cold.reads[(qp.cold.reads_head + j) % size] = qp.cold.reads[(qp.cold.reads_head + j + 1) % size];
+      }
+      --qp.resp.reads_count;
+      return true;
+    }
+    return false;
   }
 
   void push_read() {
