@@ -78,8 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(ReadCase{"Clean", {}, 1.0, false},
                     ReadCase{"Loss3Percent", {.loss = 0.03}, 1.5, false},
                     ReadCase{"Loss3PercentPlainPeer", {.loss = 0.03}, 1.5, true},
-                    ReadCase{"Reorder25Percent", {.reorder = 0.25, .reorder_ns = 200'000}, 2.0, false},
-                    ReadCase{"Reorder25PercentPlainPeer", {.reorder = 0.25, .reorder_ns = 200'000}, 2.0, true},
+                    ReadCase{"Reorder25Percent", {.reorder = 0.25, .reorder_ns = 200'000}, 1.5, false},
+                    ReadCase{"Reorder25PercentPlainPeer", {.reorder = 0.25, .reorder_ns = 200'000}, 1.5, true},
                     ReadCase{"Corrupt1Percent", {.corrupt = 0.01}, 1.5, false},
                     ReadCase{"Corrupt1PercentPlainPeer", {.corrupt = 0.01}, 1.5, true}),
     [](const testing::TestParamInfo<ReadCase>& i) { return std::string(i.param.name); });

@@ -35,6 +35,12 @@ enum class AckKind { kAck, kReadResponse, kNak };
 
 // The largest reordering window for READ responses, in packets.
 constexpr uint32_t kMaxReorderPackets = 1024;
+// A READ hole is asked again with at least this many responses (those after
+// it that had come are answered twice), and counts as lost again when its
+// answer has come this far past it without it.
+constexpr uint32_t kRereqMinPackets = 4;
+constexpr uint32_t kInitialReorderPackets = 3;  // CompState::reorder_pkts' start
+constexpr uint32_t kReplayPassPackets = 2;
 
 struct Completer {
   Engine::Impl& m;
@@ -285,6 +291,15 @@ struct Completer {
     const uint32_t bit = p != nullptr ? psn_distance(psn, p->first_psn) : 0;
     if (p == nullptr || (p->got >> bit & 1) != 0) {
       ++qp.cold.counters.duplicates_received;  // a part complete, or this response had come
+      if (p != nullptr) {
+        // The first response a re-request asked for, twice: it had only been
+        // late (TCP's D-SACK rule, RFC 2883): the reordering window doubles.
+        if (bit == p->hole && !p->spurious) {
+          p->spurious = true;
+          qp.comp.reorder_pkts = static_cast<uint16_t>(std::min<uint32_t>(2u * qp.comp.reorder_pkts, kMaxReorderPackets));
+        }
+        check_replay(*p, bit);
+      }
       return;
     }
     const uint32_t i = p->wqe;
@@ -326,6 +341,7 @@ struct Completer {
     acknowledge_through(psn_add(p->first_psn, wire::kPsnMask));
     responder_progress(psn);
     progress();  // new data, even below acked_psn
+    if (!p->complete()) check_replay(*p, bit);
     retire_parts();
     if (qp.state == QpState::kRts && qp.parts_open() > 0) detect_holes();
   }
@@ -394,22 +410,47 @@ struct Completer {
       if (hole == p.npkts || p.rereq || p.hole == hole) continue;
       if (psn_diff(high, psn_add(p.first_psn, hole)) < static_cast<int32_t>(qp.comp.reorder_pkts)) continue;
       if (!(p.asked >> hole & 1)) continue;  // not asked yet: a rewind will
-      const uint32_t end = p.next_received(hole);
-      const uint64_t gone = p.asked & (end >= 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1) & ~((uint64_t{1} << hole) - 1);
-      p.asked &= ~gone;
-      qp.comp.read_in_flight -= std::min<uint32_t>(qp.comp.read_in_flight, std::popcount(gone));
-      p.hole = static_cast<uint8_t>(hole);
-      p.rereq = true;
-      p.rereq_from = static_cast<uint8_t>(hole);
-      p.rereq_len = static_cast<uint8_t>(end - hole);
-      ++qp.req.rereq_count;
-      if (qp.cold.path) qp.cold.path->round_lost += end - hole;
-      if (qp.loss().on_loss(m.loss_in_flight(qp) + end - hole)) {
-        ++qp.cold.counters.loss_window_cuts;
-        qp.flow.on_loss(m.now_ns, {uint64_t{end - hole} * qp.mtu(), qp.inflight_bytes()});
-      }
+      declare_lost(p, hole);
     }
   }
+
+  // A re-request's answer came past its first response (bit `b` of its range,
+  // two or more after it, and at least the reordering window) while that one
+  // is still missing: lost again, asked again now rather than at the timeout.
+  void check_replay(ReadPart& p, uint32_t b) {
+    if (p.hole == ReadPart::kNoHole || p.rereq || b <= p.hole || b >= uint32_t{p.hole} + p.rereq_len) return;
+    // (Where reordering was seen, as far as its window: a reordered answer is not a lost one.)
+    if (b - p.hole < std::max<uint32_t>(kReplayPassPackets, qp.comp.reorder_pkts) || (p.got >> p.hole & 1) ||
+        !(p.asked >> p.hole & 1)) {
+      return;
+    }
+    if (p.first_missing() != p.hole) return;
+    declare_lost(p, p.hole);
+  }
+
+  // Responses [hole, the next one received) of part p are lost: asked again
+  // (with at least kRereqMinPackets while no reordering was seen, so that the
+  // answer shows if its first response is lost again), and the loss window cut.
+  void declare_lost(ReadPart& p, uint32_t hole) {
+    const uint32_t end = p.next_received(hole);
+    const uint64_t gone = p.asked & (end >= 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1) & ~((uint64_t{1} << hole) - 1);
+    p.asked &= ~gone;
+    qp.comp.read_in_flight -= std::min<uint32_t>(qp.comp.read_in_flight, std::popcount(gone));
+    p.hole = static_cast<uint8_t>(hole);
+    p.rereq = true;
+    p.rereq_from = static_cast<uint8_t>(hole);
+    // (Not where reordering was seen: there the extra responses would mostly
+    // come twice for nothing, and the pass rule waits for the window anyway.)
+    const uint32_t min_len = qp.comp.reorder_pkts <= kInitialReorderPackets ? kRereqMinPackets : 1;
+    p.rereq_len = static_cast<uint8_t>(std::max(end - hole, std::min(min_len, p.npkts - hole)));
+    ++qp.req.rereq_count;
+    if (qp.cold.path) qp.cold.path->round_lost += end - hole;
+    if (qp.loss().on_loss(m.loss_in_flight(qp) + end - hole)) {
+      ++qp.cold.counters.loss_window_cuts;
+      qp.flow.on_loss(m.now_ns, {uint64_t{end - hole} * qp.mtu(), qp.inflight_bytes()});
+    }
+  }
+
 
   // Where a READ or atomic that just got its last response lets the ACK point
   // move: past it, and past what the responder already acknowledged beyond it

@@ -100,9 +100,12 @@ struct ReadPart {
   // (rxe_resp.c, duplicate_request()), so a requester never asks from before it.
   uint8_t asked_from = 0;
   static constexpr uint8_t kNoHole = 0xff;
-  uint8_t hole = kNoHole;    // the hole a re-request last asked for (the completer's)
+  // The start and length of its latest re-request (kNoHole: none since the
+  // last timeout), whose answer the completer watches.
+  uint8_t hole = kNoHole;
   bool rereq = false;        // a re-request of [rereq_from, +rereq_len) is to go
   bool reasked = false;      // asked again at least once (its responses may be replays)
+  bool spurious = false;     // its latest re-request proved needless (its hole came twice)
   uint8_t rereq_from = 0;
   uint8_t rereq_len = 0;
 

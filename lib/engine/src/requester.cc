@@ -398,6 +398,9 @@ void Engine::Impl::ask_part(Qp& qp, ReadPart& p, uint32_t from, uint32_t len, bo
   if (again) {
     ++qp.cold.counters.read_rerequests;
     p.reasked = true;
+    p.hole = static_cast<uint8_t>(from);  // what the completer watches the answer of
+    p.spurious = false;
+    p.rereq_len = static_cast<uint8_t>(std::min<uint32_t>(len, 255));
   }
   send_request(qp, w, psn_add(p.first_psn, from), again, len);
 }

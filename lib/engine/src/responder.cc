@@ -160,6 +160,12 @@ struct Responder {
           return Step::kDone;
         }
       }
+      // Its first answer is done. From a go-back-N peer, everything still
+      // queued answers later requests, which it will ask for again too.
+      if (!qp.peer_tita && qp.resp.reads_count > 0) {
+        qp.cold.counters.read_jobs_dropped += qp.resp.reads_count;
+        qp.resp.reads_count = 0;
+      }
       if (qp.resp.reads_count < qp.cold.reads.size()) {
         push_read();
         qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count - 1) % qp.cold.reads.size()].replay = true;
