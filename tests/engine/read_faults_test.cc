@@ -70,7 +70,9 @@ TEST_P(ReadFaults, SixteenMegabyteReadsCompleteIntact) {
   EXPECT_LE(ratio, c.max_ratio) << p.describe() << "\n  re-requests " << req.read_rerequests << ", loss cuts "
                                 << req.loss_window_cuts << ", jobs dropped " << resp.read_jobs_dropped;
   RecordProperty("ratio", std::to_string(ratio));
-  if (c.faults.loss > 0 || c.faults.corrupt > 0) EXPECT_GT(req.read_rerequests, 0u);
+  if (c.faults.loss > 0 || c.faults.corrupt > 0) {
+    EXPECT_GT(req.read_rerequests, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -153,19 +153,13 @@ struct Responder {
           // everything after this READ too, and drops any response before
           // those arrive: the answers queued behind it would be sent twice.
           // A tita requester asks for holes only and keeps the rest.
-          if (!qp.peer_tita && k + 1 < qp.resp.reads_count) {
-            qp.cold.counters.read_jobs_dropped += qp.resp.reads_count - (k + 1);
-            qp.resp.reads_count = k + 1;
-          }
+          if (!qp.peer_tita) drop_later();
           return Step::kDone;
         }
       }
-      // Its first answer is done. From a go-back-N peer, everything still
-      // queued answers later requests, which it will ask for again too.
-      if (!qp.peer_tita && qp.resp.reads_count > 0) {
-        qp.cold.counters.read_jobs_dropped += qp.resp.reads_count;
-        qp.resp.reads_count = 0;
-      }
+      // Its first answer is done. From a go-back-N peer, what is queued for
+      // later requests goes: it will ask for them again too.
+      if (!qp.peer_tita) drop_later();
       if (qp.resp.reads_count < qp.cold.reads.size()) {
         push_read();
         qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count - 1) % qp.cold.reads.size()].replay = true;
@@ -324,6 +318,23 @@ struct Responder {
     job.psn = job.first_psn = psn;
     job.npkts = qp.packets_for(job.remaining);
     job.mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
+  }
+
+  // Drops the queued answers to requests after this one (answers to earlier
+  // ones, replays the peer asked for just before, stay), keeping the order.
+  void drop_later() {
+    const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
+      const ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % size];
+      if (wire::psn_after(job.first_psn, psn)) {
+        ++qp.cold.counters.read_jobs_dropped;
+        continue;
+      }
+      if (kept != k) qp.cold.reads[(qp.cold.reads_head + kept) % size] = job;
+      ++kept;
+    }
+    qp.resp.reads_count = kept;
   }
 
   // Removes the oldest replay job from the ring (the later ones move up); false if none.
