@@ -16,7 +16,7 @@ loss      the data checks again with 1% and 3% loss each way (netem in the VM,
 cc        every congestion control of tita writing to rxe, which echoes no tita
           telemetry and drops CNPs: each must finish at a sane rate, none stall
 impair    1 MiB READ, WRITE, SEND and atomics, 16
-          outstanding, both ways, under 3% loss, reordering alone and 1%
+          outstanding, 16 iterations, both ways, under 3% loss, reordering alone and 1%
           corruption each way (tests/interop/impair.py), and ibv_rc_pingpong -c
           under each: every run completes, tita as requester sends (or, for
           READs, has rxe send) at most 3x the packets needed, and netem's
@@ -254,7 +254,7 @@ def cc(vm):
 
 
 IMPAIR_SCENARIOS = ("loss 3%", "reorder 25%", "corrupt 1%")
-IMPAIR_ITERS = 10  # perftest iterations per run: enough for the ratio, small for CI time
+IMPAIR_ITERS = 16  # perftest iterations per run (no fewer than the 16 outstanding)
 MAX_RATIO = 3.0
 
 
@@ -262,7 +262,7 @@ def impair_group(vm):
     import impair
     impair.BUILD = BUILD
     impair.pin_neighbour(vm)
-    port = 18600
+    port = 18500  # rxe_vm.FORWARDED: 18500-18559 (servers exit after each run, so other groups reuse them too)
     for scenario in IMPAIR_SCENARIOS:
         impair.set_netem(vm, impair.SCENARIOS[scenario])
         for op in ("READ", "WRITE", "SEND", "ATOMIC"):
