@@ -576,8 +576,9 @@ TEST_F(Protocol, ReadTimeoutAsksOnlyForTheMissingResponses) {
 
 TEST_F(Protocol, SelectiveRepeatAsksAgainForAReadHoleBeyondTheWindow) {
   // A 400-packet READ (beyond the 256-PSN selective-repeat window) from a tita
-  // peer; response 300 goes missing: it is asked for as soon as 301 shows the
-  // gap, not at the timeout.
+  // peer, asked for in parts of 64 responses; response 300 goes missing: it
+  // is asked for again as soon as 303 shows the gap a reordering window (3
+  // PSNs) wide, not at the timeout.
   make(Recovery::kSelectiveRepeat);
   io.frames.clear();
   taken = 0;
@@ -593,16 +594,27 @@ TEST_F(Protocol, SelectiveRepeatAsksAgainForAReadHoleBeyondTheWindow) {
   wr.rdma.rkey = 9;
   ASSERT_EQ(eng->post_send(qpn, &wr, nullptr), 0);
   eng->poll(now);
-  ASSERT_EQ(sent().size(), 1u);
-  for (uint32_t k = 0; k <= 301; ++k) {
+  auto parts = sent();
+  ASSERT_EQ(parts.size(), 7u);  // 6 x 64 + 16
+  for (uint32_t k = 0; k < 7; ++k) {
+    EXPECT_EQ(parts[k].psn(), kSqPsn + 64 * k);
+    EXPECT_EQ(parts[k].reth()->va.get(), 0x100000u + 64 * 1024 * k);
+    EXPECT_EQ(parts[k].reth()->dma_len.get(), (k < 6 ? 64u : 16u) * 1024);
+  }
+  for (uint32_t k = 0; k <= 302; ++k) {
     if (k == 300) continue;  // lost
     deliver(from_tita(from_peer(k == 0 ? Opcode::kReadResponseFirst : Opcode::kReadResponseMiddle, kSqPsn + k, 1024)));
   }
+  EXPECT_TRUE(sent().empty());  // two past it: may be reordering
+  deliver(from_tita(from_peer(Opcode::kReadResponseMiddle, kSqPsn + 303, 1024)));
   auto f = sent();
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].opcode(), static_cast<uint8_t>(Opcode::kReadRequest));
   EXPECT_EQ(f[0].psn(), kSqPsn + 300);
-  EXPECT_EQ(f[0].reth()->dma_len.get(), 100u * 1024);
+  EXPECT_EQ(f[0].reth()->va.get(), 0x100000u + 300 * 1024);
+  // The hole (up to 301, which came), and at least 4 responses: if 300 is lost
+  // again, 302 coming twice shows it.
+  EXPECT_EQ(f[0].reth()->dma_len.get(), 4u * 1024);
 }
 
 // ---------------------------------------------------------------- errors never touch memory

@@ -3,7 +3,7 @@
 unmodified programs on both sides: tita's through tita-run, the VM's native.
 
   rxe_interop.py BUILD_DIR WORK_DIR [GROUP ...]
-      GROUP: pingpong perftest data loss cc (default: all)
+      GROUP: pingpong perftest data loss cc impair (default: all)
 
 pingpong  ibv_rc_pingpong 64 B to 1 MiB, tita client / rxe server and the reverse
 perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, both ways
@@ -15,6 +15,12 @@ loss      the data checks again with 1% and 3% loss each way (netem in the VM,
           exhaustion
 cc        every congestion control of tita writing to rxe, which echoes no tita
           telemetry and drops CNPs: each must finish at a sane rate, none stall
+impair    1 MiB READ, WRITE, SEND and atomics, 16
+          outstanding, 16 iterations, both ways, under 3% loss, reordering alone and 1%
+          corruption each way (tests/interop/impair.py), and ibv_rc_pingpong -c
+          under each: every run completes, tita as requester sends (or, for
+          READs, has rxe send) at most 3x the packets needed, and netem's
+          counters show the impairment on both qdiscs
 
 Exits 77 (skipped, with the reason) only where the VM cannot run: not root, or
 qemu/debootstrap missing. Figures go to WORK_DIR/results.json.
@@ -30,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rxe_vm  # noqa: E402
 
 BUILD, WORK = sys.argv[1], sys.argv[2]
-GROUPS = sys.argv[3:] or ["pingpong", "perftest", "data", "loss", "cc"]
+GROUPS = sys.argv[3:] or ["pingpong", "perftest", "data", "loss", "cc", "impair"]
 TITA_RUN = os.path.join(BUILD, "apps", "tita-run")
 VERBS_CHECK = os.path.join(BUILD, "tests", "verbs", "verbs_check")
 TITA_IP, VM_IP = "10.0.0.1", "10.0.0.2"
@@ -247,6 +253,51 @@ def cc(vm):
                 fail(f"{name}: {bw} MB/s: the algorithm starved without tita's feedback")
 
 
+IMPAIR_SCENARIOS = ("loss 3%", "reorder 25%", "corrupt 1%")
+IMPAIR_ITERS = 16  # perftest iterations per run (no fewer than the 16 outstanding)
+MAX_RATIO = 3.0
+
+
+def impair_group(vm):
+    import impair
+    impair.BUILD = BUILD
+    impair.pin_neighbour(vm)
+    port = 18500  # rxe_vm.FORWARDED: 18500-18559 (servers exit after each run, so other groups reuse them too)
+    for scenario in IMPAIR_SCENARIOS:
+        impair.set_netem(vm, impair.SCENARIOS[scenario])
+        for op in ("READ", "WRITE", "SEND", "ATOMIC"):
+            for client in ("tita", "rxe"):
+                port += 1
+                name = f"impair {scenario}: {op} {client} client"
+                r = impair.run_case(vm, op, client, iters=IMPAIR_ITERS, port=port, timeout=240)
+                netem = impair.netem_stats(vm)
+                t = r["tita"]
+                results[name] = (f"ok {r['ok']}, {r['seconds']} s, ratio {r['ratio']}, {r['mb_s']} MB/s, "
+                                 f"tita {t['retransmitted']} retransmitted, {t['timeouts']} timeouts; netem {netem}")
+                print(f"{name}: {results[name]}", flush=True)
+                if not r["ok"]:
+                    fail(f"{name}: tita rc {r['tita_rc']}, rxe rc {r['rxe_rc']}\n  tita: {r['tail_tita']}\n"
+                         f"  rxe: {r['tail_rxe']}")
+                    continue
+                # tita as the requester: its WRITEs and SENDs, or the responses
+                # its READs made rxe send.
+                if client == "tita" and op != "ATOMIC" and (r["ratio"] or 0) > MAX_RATIO:
+                    fail(f"{name}: {r['ratio']}x the packets needed (at most {MAX_RATIO}x)")
+                if len(netem) != 2 or min(n for n, _ in netem) == 0:
+                    fail(f"{name}: netem saw {netem}: not applied both ways")
+                elif scenario.startswith("loss") and min(d for _, d in netem) == 0:
+                    fail(f"{name}: netem dropped {netem}: the loss was not applied both ways")
+        for client in ("tita", "rxe"):
+            port += 1
+            r = impair.pingpong_check(vm, client, port=port, timeout=240)
+            name = f"impair {scenario}: ibv_rc_pingpong -c {client} client"
+            results[name] = "ok" if r["ok"] else "FAIL"
+            if not r["ok"]:
+                fail(f"{name}: tita rc {r['tita_rc']}, rxe rc {r['rxe_rc']}\n  tita: {r['tail_tita']}\n"
+                     f"  rxe: {r['tail_rxe']}")
+    impair.set_netem(vm, "")
+
+
 def main():
     why = rxe_vm.qemu_missing()
     if why:
@@ -268,7 +319,8 @@ def main():
         for g in GROUPS:
             t0 = time.time()
             print(f"== {g}", flush=True)
-            {"pingpong": pingpong, "perftest": perftest, "data": data, "loss": loss, "cc": cc}[g](vm)
+            {"pingpong": pingpong, "perftest": perftest, "data": data, "loss": loss, "cc": cc,
+             "impair": impair_group}[g](vm)
             results[f"group {g} seconds"] = round(time.time() - t0)
     finally:
         if vm is not None:

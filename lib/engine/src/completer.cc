@@ -4,11 +4,19 @@
 // (rewind, mark_lost).
 //
 // Work requests complete strictly in order. An ACK for PSN a acknowledges every
-// request packet up to a; a NAK for PSN p acknowledges everything before p. READ
-// responses arrive in PSN order and imply that every request before the READ was
-// executed; an ACK beyond a READ whose responses are missing means they were
-// lost, and the READ is asked again from the first missing response.
+// request packet up to a; a NAK for PSN p acknowledges everything before p. A
+// READ response implies that every request before its part was executed.
+// READ responses are taken in any order (placed by PSN, duplicates counted and
+// dropped); a part's first hole counts as lost once responses (or ACKs) have
+// run reorder_pkts past it, and is asked again (requester.cc, "READ parts").
+//
+// Progress - an ACK that moves, a new READ response - restarts the retry
+// budget, the timeout backoff and the timer. retry_cnt timeouts (or go-back-N
+// NAKs) in a row without progress end the QP in RETRY_EXC_ERR, counted
+// (retry_exceeded) and reported to the host (EventKind::kQpRetryExceeded):
+// nothing waits forever without a word.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine_impl.h"
@@ -25,6 +33,15 @@ namespace {
 
 enum class AckKind { kAck, kReadResponse, kNak };
 
+// The largest reordering window for READ responses, in packets.
+constexpr uint32_t kMaxReorderPackets = 1024;
+// A READ hole is asked again with at least this many responses (those after
+// it that had come are answered twice), and counts as lost again when its
+// answer has come this far past it without it.
+constexpr uint32_t kRereqMinPackets = 4;
+constexpr uint32_t kInitialReorderPackets = 3;  // CompState::reorder_pkts' start
+constexpr uint32_t kReplayPassPackets = 2;
+
 struct Completer {
   Engine::Impl& m;
   Qp& qp;
@@ -36,18 +53,7 @@ struct Completer {
       m.complete(qp.send_cq, {w.wr_id, WcStatus::kSuccess, wc_opcode(w.opcode), false,
                               w.needs_response() ? w.length : 0, 0, qp.qpn});
     }
-    if (w.needs_response()) ++qp.comp.reads_retired;
     qp.comp.sq_head = (qp.comp.sq_head + 1) & mask();
-  }
-
-  // Ask a READ again from its first missing response (an atomic: again).
-  void retry_read(const SendWqe& w) {
-    const uint32_t missing = psn_add(w.first_psn, w.read_pkts);
-    if (qp.comp.read_retry_armed && qp.comp.read_retry_psn == missing) return;  // already asked
-    if (qp.cold.path) ++qp.cold.path->round_lost;
-    qp.comp.read_retry_armed = true;
-    qp.comp.read_retry_psn = missing;
-    m.rewind(qp, missing);
   }
 
   // Acknowledges every request packet up to and including PSN a. Returns the
@@ -63,11 +69,9 @@ struct Completer {
           retire(w);
           continue;
         }
-        if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) {
-          // The responder is past this READ or atomic, but responses are missing: they were lost.
-          una = psn_add(w.first_psn, w.read_pkts);
-          retry_read(w);
-        }
+        // The responder may be past this READ's incomplete part: the holes
+        // are found by detect_holes() (the ACK raised acked_psn).
+        if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) una = psn_add(w.first_psn, w.read_pkts);
         break;
       }
       if (psn_after(una, w.last_psn())) {
@@ -86,7 +90,9 @@ struct Completer {
       for (uint32_t p = old_una; p != una; p = psn_add(p, 1)) bit_clear(qp.cold.sacked, p & (m.cfg.sr_window - 1));
     }
     qp.comp.rnr_left = qp.cold.attr.rnr_retry;
-    qp.comp.read_retry_armed = false;
+    // The loss window grows by what snd_una passed, READ responses included
+    // (they count once their part, and every part before it, is complete).
+    if (!qp.selective()) qp.loss().on_acked(psn_distance(una, old_una));
     m.arm_rto(qp);
     const uint64_t acked = qp.comp.una_bytes - old_bytes;
     if (qp.cold.path) m.path_on_una(qp);
@@ -99,9 +105,15 @@ struct Completer {
   void responder_progress(uint32_t a) {
     if (!psn_after(a, qp.comp.acked_psn) || !psn_before(a, qp.req.snd_max)) return;
     qp.comp.acked_psn = a;
+    progress();
+    if (qp.cold.path) m.path_on_progress(qp);
+  }
+
+  // Something new came back: the retry budget, the backoff and the timer start over.
+  void progress() {
     qp.comp.retry_left = qp.cold.attr.retry_cnt;
     qp.comp.backoff = 0;
-    if (qp.cold.path) m.path_on_progress(qp);
+    m.arm_rto(qp);
   }
 
   // Feeds the congestion control with what an ACK carried.
@@ -180,6 +192,7 @@ struct Completer {
         ++qp.cold.counters.acks_received;
         const uint64_t bytes = acknowledge_through(psn);
         if (qp.comp.snd_una != una_before) feed_cc(pkt, bytes, psn_distance(qp.comp.snd_una, una_before));
+        if (qp.state == QpState::kRts && qp.parts_open() > 0) detect_holes();  // the responder is past them
         if (!qp.spraying()) return;
         spray_update(pkt, una_before, psn);
         // A SACK at or below what the ACK covers: a D-SACK, a packet resent
@@ -260,59 +273,87 @@ struct Completer {
     }
     // Go-back-N (or a peer that sends no SACK): resend from the gap.
     if (qp.comp.retry_left == 0) {
-      m.to_error(qp, WcStatus::kRetryExcErr, failed_wqe(psn));
+      m.retry_exceeded(qp, failed_wqe(psn), true);
       return;
     }
     --qp.comp.retry_left;
     if (qp.cold.path) ++qp.cold.path->round_lost;
     qp.flow.on_loss(m.now_ns, {qp.req.nxt_bytes - qp.comp.una_bytes, qp.inflight_bytes()});
+    if (qp.loss().on_loss(m.loss_in_flight(qp))) ++qp.cold.counters.loss_window_cuts;
     m.rewind(qp, psn);
   }
 
-  // READ responses and atomic acknowledgements: they come in PSN order for the
-  // oldest READ or atomic still missing some.
+  // READ responses and atomic acknowledgements, in any order: each lands in
+  // its part (ReadPart) by PSN.
   void on_response(const wire::Packet& pkt) {
-    uint32_t i = qp.comp.sq_head;
-    while (i != qp.req.sq_tail && qp.req.sq[i].started &&
-           !(qp.req.sq[i].needs_response() && qp.req.sq[i].read_pkts < qp.req.sq[i].npkts)) {
-      i = (i + 1) & mask();
-    }
-    if (i == qp.req.sq_tail || !qp.req.sq[i].started) {
-      ++qp.cold.counters.duplicates_received;
+    const uint32_t psn = pkt.psn();
+    ReadPart* p = qp.cold.parts.empty() ? nullptr : m.part_holding(qp, psn);
+    const uint32_t bit = p != nullptr ? psn_distance(psn, p->first_psn) : 0;
+    if (p == nullptr || (p->got >> bit & 1) != 0) {
+      ++qp.cold.counters.duplicates_received;  // a part complete, or this response had come
+      if (p != nullptr) {
+        // The first response a re-request asked for, twice: it had only been
+        // late (TCP's D-SACK rule, RFC 2883): the reordering window doubles.
+        if (bit == p->hole && !p->spurious) {
+          p->spurious = true;
+          qp.comp.reorder_pkts = static_cast<uint16_t>(std::min<uint32_t>(2u * qp.comp.reorder_pkts, kMaxReorderPackets));
+        }
+        check_replay(*p, bit);
+      }
       return;
     }
+    const uint32_t i = p->wqe;
     SendWqe& w = qp.req.sq[i];
-    const uint32_t expected = psn_add(w.first_psn, w.read_pkts);
-    const int32_t d = psn_diff(pkt.psn(), expected);
-    if (d < 0) {
-      ++qp.cold.counters.duplicates_received;
-      return;
-    }
-    if (d > 0) {
-      ++qp.cold.counters.out_of_order_received;
-      retry_read(w);
-      return;
-    }
     const bool atomic_ack = pkt.op->kind == wire::Kind::kAtomicAck;
     if (atomic_ack != w.is_atomic()) {
       // An atomic acknowledgement for a READ, or READ data for an atomic.
       m.to_error(qp, WcStatus::kBadRespErr, i);
       return;
     }
-    // Every request before this one was executed.
-    acknowledge_through(psn_add(w.first_psn, wire::kPsnMask));
-    responder_progress(pkt.psn());
     if (atomic_ack) {
-      place_atomic(w, i, pkt.atomic_ack()->orig.get());
+      const Mr* mr = m.mr_by_key(w.sge[0].lkey);
+      if (mr == nullptr) {
+        m.to_error(qp, WcStatus::kLocProtErr, i);
+        return;
+      }
+      // The original value, into its 8-byte SGE (host order, as the responder's memory held it).
+      const uint64_t orig = pkt.atomic_ack()->orig.get();
+      if (uint8_t* dst = mr->at(w.sge[0].addr)) std::memcpy(dst, &orig, sizeof orig);
+    } else if (!place(pkt, w, i, p->offset_pkts + bit)) {
       return;
     }
-    const uint32_t offset = w.read_pkts * qp.mtu();
+    // A response behind the highest one seen: reordering. If it came later
+    // than a hole is given, the window grows to its lag - unless its part was
+    // asked again: then it may be the answer to that, late by nature.
+    if (psn_before(psn, qp.comp.acked_psn)) {
+      ++qp.cold.counters.out_of_order_received;
+      const uint32_t lag = psn_distance(qp.comp.acked_psn, psn);
+      if (!p->reasked && lag >= qp.comp.reorder_pkts) {
+        qp.comp.reorder_pkts = static_cast<uint16_t>(std::min(lag + 1, kMaxReorderPackets));
+      }
+    }
+    p->got |= uint64_t{1} << bit;
+    if (p->asked >> bit & 1) {
+      p->asked &= ~(uint64_t{1} << bit);
+      --qp.comp.read_in_flight;
+    }
+    // Every request before this part was executed.
+    acknowledge_through(psn_add(p->first_psn, wire::kPsnMask));
+    responder_progress(psn);
+    progress();  // new data, even below acked_psn
+    if (!p->complete()) check_replay(*p, bit);
+    retire_parts();
+    if (qp.state == QpState::kRts && qp.parts_open() > 0) detect_holes();
+  }
+
+  // READ payload for response `idx` of w, into its local SGEs (checked when the READ started).
+  bool place(const wire::Packet& pkt, SendWqe& w, uint32_t i, uint32_t idx) {
+    const uint32_t offset = idx * qp.mtu();
     const uint32_t want = std::min(qp.mtu(), w.length - std::min(w.length, offset));
     if (pkt.payload_len != want) {
       m.to_error(qp, WcStatus::kBadRespErr, i);
-      return;
+      return false;
     }
-    // Place the payload in the local SGEs (checked when the READ started).
     uint32_t skip = offset;
     const uint8_t* src = pkt.payload();
     uint32_t left = want;
@@ -326,7 +367,7 @@ struct Completer {
       const Mr* mr = m.mr_by_key(g.lkey);
       if (mr == nullptr) {
         m.to_error(qp, WcStatus::kLocProtErr, i);
-        return;
+        return false;
       }
       if (uint8_t* dst = mr->at(g.addr + skip)) std::memcpy(dst, src, take);
       src += take;
@@ -334,24 +375,82 @@ struct Completer {
       skip = 0;
     }
     qp.cold.counters.rx_payload_bytes += want;
-    ++w.read_pkts;
-    qp.comp.read_retry_armed = false;
-    if (w.read_pkts == w.npkts) acknowledge_through(past_response(w));
+    return true;
   }
 
-  // The original value of an atomic, into its 8-byte SGE (host order, as the
-  // responder's memory held it).
-  void place_atomic(SendWqe& w, uint32_t i, uint64_t orig) {
-    const Mr* mr = m.mr_by_key(w.sge[0].lkey);
-    if (mr == nullptr) {
-      m.to_error(qp, WcStatus::kLocProtErr, i);
+  // Complete parts leave the ring oldest first; a WR whose parts all did is done.
+  void retire_parts() {
+    bool retired = false;
+    uint32_t last = 0;
+    while (qp.parts_open() > 0 && qp.part(qp.comp.parts_head).complete()) {
+      const ReadPart& h = qp.part(qp.comp.parts_head++);
+      SendWqe& w = qp.req.sq[h.wqe];
+      if (h.rereq) --qp.req.rereq_count;
+      w.read_pkts += h.npkts;
+      retired = true;
+      last = psn_add(h.first_psn, h.npkts - 1);
+      if (w.read_pkts == w.npkts) {
+        acknowledge_through(past_response(w));
+        if (qp.state != QpState::kRts) return;
+        retired = false;
+      }
+    }
+    // snd_una moves over the parts done of a READ still incomplete.
+    if (retired) acknowledge_through(last);
+  }
+
+  // A part's first hole, reorder_pkts behind the highest response (or ACK)
+  // seen, is lost: asked again once (a second loss of it waits for the timer).
+  void detect_holes() {
+    const uint32_t high = qp.comp.acked_psn;
+    for (uint32_t n = qp.comp.parts_head; n != qp.req.parts_tail; ++n) {
+      ReadPart& p = qp.part(n);
+      if (!psn_after(high, p.first_psn)) break;  // parts are in PSN order
+      const uint32_t hole = p.first_missing();
+      if (hole == p.npkts || p.rereq || p.hole == hole) continue;
+      if (psn_diff(high, psn_add(p.first_psn, hole)) < static_cast<int32_t>(qp.comp.reorder_pkts)) continue;
+      if (!(p.asked >> hole & 1)) continue;  // not asked yet: a rewind will
+      declare_lost(p, hole);
+    }
+  }
+
+  // A re-request's answer came past its first response (bit `b` of its range,
+  // two or more after it, and at least the reordering window) while that one
+  // is still missing: lost again, asked again now rather than at the timeout.
+  void check_replay(ReadPart& p, uint32_t b) {
+    if (p.hole == ReadPart::kNoHole || p.rereq || b <= p.hole || b >= uint32_t{p.hole} + p.rereq_len) return;
+    // (Where reordering was seen, as far as its window: a reordered answer is not a lost one.)
+    if (b - p.hole < std::max<uint32_t>(kReplayPassPackets, qp.comp.reorder_pkts) || (p.got >> p.hole & 1) ||
+        !(p.asked >> p.hole & 1)) {
       return;
     }
-    if (uint8_t* dst = mr->at(w.sge[0].addr)) std::memcpy(dst, &orig, sizeof orig);
-    w.read_pkts = 1;
-    qp.comp.read_retry_armed = false;
-    acknowledge_through(past_response(w));
+    if (p.first_missing() != p.hole) return;
+    declare_lost(p, p.hole);
   }
+
+  // Responses [hole, the next one received) of part p are lost: asked again
+  // (with at least kRereqMinPackets while no reordering was seen, so that the
+  // answer shows if its first response is lost again), and the loss window cut.
+  void declare_lost(ReadPart& p, uint32_t hole) {
+    const uint32_t end = p.next_received(hole);
+    const uint64_t gone = p.asked & (end >= 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1) & ~((uint64_t{1} << hole) - 1);
+    p.asked &= ~gone;
+    qp.comp.read_in_flight -= std::min<uint32_t>(qp.comp.read_in_flight, std::popcount(gone));
+    p.hole = static_cast<uint8_t>(hole);
+    p.rereq = true;
+    p.rereq_from = static_cast<uint8_t>(hole);
+    // (Not where reordering was seen: there the extra responses would mostly
+    // come twice for nothing, and the pass rule waits for the window anyway.)
+    const uint32_t min_len = qp.comp.reorder_pkts <= kInitialReorderPackets ? kRereqMinPackets : 1;
+    p.rereq_len = static_cast<uint8_t>(std::max(end - hole, std::min(min_len, p.npkts - hole)));
+    ++qp.req.rereq_count;
+    if (qp.cold.path) qp.cold.path->round_lost += end - hole;
+    if (qp.loss().on_loss(m.loss_in_flight(qp) + end - hole)) {
+      ++qp.cold.counters.loss_window_cuts;
+      qp.flow.on_loss(m.now_ns, {uint64_t{end - hole} * qp.mtu(), qp.inflight_bytes()});
+    }
+  }
+
 
   // Where a READ or atomic that just got its last response lets the ACK point
   // move: past it, and past what the responder already acknowledged beyond it
@@ -364,6 +463,12 @@ struct Completer {
 }  // namespace
 
 void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
+  if (qp.sr && !qp.peer_tita && qp.cold.counters.sr_fallbacks == 0) [[unlikely]] {
+    // The peer answers without tita's trailer: a standard RoCE peer (or a tita
+    // without telemetry). Selective repeat needs both ends; go-back-N it is.
+    ++qp.cold.counters.sr_fallbacks;
+    raise(EventKind::kQpRecoveryFallback, 0, qp.qpn);
+  }
   Completer c{*this, qp};
   switch (pkt.op->kind) {
     case wire::Kind::kAck: c.on_ack(pkt); break;
@@ -394,25 +499,23 @@ void Engine::Impl::on_timeout(Qp& qp) {
   if (qp.comp.snd_una == qp.req.snd_max) return;
   ++qp.cold.counters.timeouts;
   if (qp.comp.retry_left == 0) {
-    to_error(qp, WcStatus::kRetryExcErr);
+    retry_exceeded(qp, kNil, false);
     return;
   }
   --qp.comp.retry_left;
   qp.comp.backoff = static_cast<uint8_t>(std::min(qp.comp.backoff + 1, 8));
-  qp.comp.read_retry_armed = false;
   qp.flow.on_timeout(now_ns);
+  if (!qp.selective()) {
+    qp.loss().on_timeout(loss_in_flight(qp));
+    ++qp.cold.counters.loss_window_cuts;
+  }
   // Resend everything unacknowledged; selective repeat forgets its SACKs
   // and what it resent too, since the receiver may have dropped what it kept.
+  // READ parts are asked again each from its first missing response (never
+  // from before it: a responder need not answer a repeated READ that starts
+  // before what it last served, and Linux rxe does not).
   std::fill(qp.cold.sacked.begin(), qp.cold.sacked.end(), 0);
-  // A READ that got part of its responses is asked again from the first one
-  // missing, not from its start: a responder need not answer a repeated READ
-  // that starts before what it last served (Linux rxe does not).
-  uint32_t from = qp.comp.snd_una;
-  if (const uint32_t i = wqe_index_of(qp, from); i != qp.req.sq_tail) {
-    const SendWqe& w = qp.req.sq[i];
-    if (w.started && w.is_read() && w.read_pkts > 0 && w.first_psn == from) from = psn_add(from, w.read_pkts);
-  }
-  rewind(qp, from, /*forget_resent=*/true);
+  rewind(qp, qp.comp.snd_una, /*forget_resent=*/true);
   if (qp.spraying()) {
     // The timeout that just ran (backoff was raised above for the next one).
     const uint64_t waited = uint64_t{4096} << std::min<uint32_t>(qp.cold.attr.timeout + qp.comp.backoff - 1, 31);
@@ -420,6 +523,16 @@ void Engine::Impl::on_timeout(Qp& qp) {
   }
   arm_rto(qp);
   if (qp.cold.path) path_on_timeout(qp);
+}
+
+void Engine::Impl::retry_exceeded(Qp& qp, uint32_t failed, bool by_nak) {
+  ++qp.cold.counters.retry_exceeded;
+  Event e{EventKind::kQpRetryExceeded, 0, qp.qpn};
+  e.psn = qp.comp.snd_una;
+  e.retries = qp.cold.attr.retry_cnt;
+  e.by_nak = by_nak;
+  to_error(qp, WcStatus::kRetryExcErr, failed);
+  raise(e);
 }
 
 void Engine::Impl::on_rnr_wait_over(Qp& qp) {

@@ -286,7 +286,6 @@ void Engine::Impl::repath(Qp& qp, RepathReason why) {
     // Nothing came back: resend everything outstanding on the new path, as a
     // timeout would, without spending a retry.
     std::fill(qp.cold.sacked.begin(), qp.cold.sacked.end(), 0);
-    qp.comp.read_retry_armed = false;
     rewind(qp, qp.comp.snd_una, /*forget_resent=*/true);
     p.stalls = static_cast<uint8_t>(std::min<uint32_t>(p.stalls + 1u, 255u));
     p.stall_open = true;

@@ -187,6 +187,9 @@ struct Engine::Impl {
   void raise(EventKind kind, uint32_t cq, uint32_t qp_num) {
     if (event_hook != nullptr) event_hook(event_ctx, Event{kind, cq, qp_num});
   }
+  void raise(const Event& e) {
+    if (event_hook != nullptr) event_hook(event_ctx, e);
+  }
   // Queues a completion; `solicited`: a receive of a message with SE set (for
   // CQs armed solicited-only; errors always notify).
   void complete(uint32_t cq, const WorkCompletion& wc, bool solicited = false);
@@ -287,7 +290,18 @@ struct Engine::Impl {
   bool can_send_new(const Qp& qp) const;
   bool send_one(Qp& qp);  // a resend first, then a new packet; false: nothing sent
   bool start_wqe(Qp& qp, SendWqe& w);
-  void send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission);
+  // READs and atomics: `read_pkts` responses from psn.
+  void send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission, uint32_t read_pkts = 0);
+  // READ parts (requester.cc, "READ parts")
+  uint32_t part_limit(const Qp& qp) const;
+  uint32_t loss_in_flight(const Qp& qp) const;
+  bool loss_allows(const Qp& qp) const;
+  ReadPart* part_holding(Qp& qp, uint32_t psn);
+  void ask_part(Qp& qp, ReadPart& p, uint32_t from, uint32_t len, bool again);
+  void send_part(Qp& qp, SendWqe& w);
+  void skip_answered(Qp& qp);
+  bool send_rerequest(Qp& qp);
+  void forget_asked(Qp& qp, uint32_t psn, bool all);
   bool ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len, bool last) const;
   // The QP's pacing clock, which READ responses share: a data frame of
   // frame_bytes just left.
@@ -311,6 +325,9 @@ struct Engine::Impl {
   void on_cnp(Qp& qp);
   void arm_rto(Qp& qp);
   void on_timeout(Qp& qp);
+  // retry_cnt tries without progress: the WR at `failed` (kNil: the oldest)
+  // fails with RETRY_EXC_ERR, counted, and the host hears of it once.
+  void retry_exceeded(Qp& qp, uint32_t failed, bool by_nak);
   void on_rnr_wait_over(Qp& qp);
   // The requester sent an AckReq packet: an RTT probe, if none is out and the
   // peer echoes no telemetry; `resent`: a PSN from psn on goes out again (Karn).

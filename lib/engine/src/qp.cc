@@ -390,7 +390,9 @@ void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
   }
   qp.resp.rq_head = qp.resp.rq_tail;
   qp.resp.reads_count = 0;
-  qp.comp.reads_retired = qp.req.reads_started;
+  qp.comp.parts_head = qp.req.parts_tail;  // READ parts: none open (requester.cc)
+  qp.comp.read_in_flight = 0;
+  qp.req.rereq_count = 0;
   qp.req.retx_count = 0;
   qp.cold.deferred_ack = false;
   qp.resp.closing = false;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "tita/cc/cc.h"
+#include "tita/cc/loss_window.h"
 #include "tita/engine/types.h"
 #include "tita/engine/timing_wheel.h"
 #include "tita/wire/frame.h"
@@ -53,7 +54,8 @@ struct SendWqe {
   uint32_t imm = 0;
   uint32_t first_psn = 0;  // assigned when the WR starts
   uint32_t npkts = 0;      // SEND/WRITE: request packets; READ: response packets; atomic: 1
-  uint32_t read_pkts = 0;  // READ and atomic: response packets received in order (the completer's)
+  uint32_t read_pkts = 0;  // READ and atomic: response packets of its parts completed (the completer's)
+  uint32_t asked_pkts = 0;  // READ and atomic: response packets its parts asked for (the requester's)
   WrOpcode opcode = WrOpcode::kSend;
   uint8_t num_sge = 0;
   bool signaled = false;
@@ -77,6 +79,50 @@ struct RecvWqe {
   Sge sge[kMaxSge];
 };
 
+// A READ request the requester has out: a READ WR is asked for in parts of
+// at most kReadPartPackets responses (an atomic is one part of one), each its
+// own request with its own responder resource at the peer, so that a loss
+// costs a part, not the rest of a large READ, and a hole can be asked again
+// within what the responder still remembers. Parts live in a ring
+// (cold.parts) from comp.parts_head (the oldest incomplete) to
+// req.parts_tail; the requester fills and (re-)asks, the completer marks
+// what arrived and retires complete parts in order.
+inline constexpr uint32_t kReadPartPackets = 64;
+struct ReadPart {
+  uint64_t got = 0;          // bit i: response first_psn + i arrived (the completer's)
+  uint64_t asked = 0;        // bits asked for and still expected: the part's share of comp.read_in_flight
+  uint32_t first_psn = 0;    // of its responses (and of its request)
+  uint32_t wqe = 0;          // its WR's SQ slot
+  uint32_t offset_pkts = 0;  // its first response's position in the WR
+  uint8_t npkts = 0;         // 1..kReadPartPackets
+  // The start of its latest request. It only grows: Linux rxe serves a
+  // repeated READ only from where the last one it served started
+  // (rxe_resp.c, duplicate_request()), so a requester never asks from before it.
+  uint8_t asked_from = 0;
+  static constexpr uint8_t kNoHole = 0xff;
+  // The start and length of its latest re-request (kNoHole: none since the
+  // last timeout), whose answer the completer watches.
+  uint8_t hole = kNoHole;
+  bool rereq = false;        // a re-request of [rereq_from, +rereq_len) is to go
+  bool reasked = false;      // asked again at least once (its responses may be replays)
+  bool spurious = false;     // its latest re-request proved needless (its hole came twice)
+  uint8_t rereq_from = 0;
+  uint8_t rereq_len = 0;
+
+  uint64_t full() const { return npkts >= 64 ? ~uint64_t{0} : (uint64_t{1} << npkts) - 1; }
+  bool complete() const { return got == full(); }
+  // The first response at or after `from` not yet received (npkts: none).
+  uint32_t first_missing(uint32_t from = 0) const {
+    const uint64_t missing = ~got & full() & (from >= 64 ? 0 : ~uint64_t{0} << from);
+    return missing == 0 ? npkts : static_cast<uint32_t>(__builtin_ctzll(missing));
+  }
+  // The first received response at or after `from` (npkts: none).
+  uint32_t next_received(uint32_t from) const {
+    const uint64_t have = got & (from >= 64 ? 0 : ~uint64_t{0} << from);
+    return have == 0 ? npkts : std::min<uint32_t>(npkts, static_cast<uint32_t>(__builtin_ctzll(have)));
+  }
+};
+
 // A READ or atomic the responder is answering (its responder resource).
 struct ReadJob {
   uint64_t va = 0;
@@ -87,6 +133,9 @@ struct ReadJob {
   uint32_t npkts = 0;
   uint32_t mr = 0;         // MR index (0: none, a zero-length READ)
   bool atomic = false;     // answered with one Atomic Acknowledge
+  // Made for a repeated READ whose first answer was done: it holds no
+  // resource of its own, and yields its slot to a new READ or atomic.
+  bool replay = false;
 };
 
 // The result of an executed atomic, kept to answer a duplicate of it (IBA
@@ -218,29 +267,35 @@ struct ReqState {
   uint64_t max_bytes = 0;   // position of snd_max
   uint64_t next_seq = 0;    // sequence space handed out to started WRs
   uint64_t next_send_ps = 0;  // pacing: earliest time of the next data packet, picoseconds
-  uint32_t reads_started = 0;  // READs and atomics started (outstanding: minus comp.reads_retired)
+  uint32_t parts_tail = 0;     // READ parts: next slot of cold.parts (absolute, modulo 2^32)
   uint32_t asked_psn = 0;   // the newest request packet sent with AckReq
   // AckReq on every Nth packet: 1 for algorithms defined on a sample per packet
   // (INT, the ACK echo of CE marks), else EngineConfig::ack_req_every (init_flow).
   uint32_t ack_every = 1;
   bool asked = false;
+  uint16_t rereq_count = 0;    // parts with a re-request to send (ReadPart::rereq; at most kMaxRdAtomic)
 };
 
 // ---- completer (completer.cc)
 struct CompState {
   uint32_t sq_head = 0;    // oldest WR not completed
   uint32_t snd_una = 0;    // oldest unacknowledged PSN
-  uint32_t acked_psn = 0;  // highest PSN the responder has acknowledged (ACK, or NAK - 1)
-  uint32_t reads_retired = 0;  // READs and atomics completed (see ReqState::reads_started)
+  // Highest PSN the responder has acknowledged (ACK, or NAK - 1) or answered
+  // (a READ response): how far READ responses have run past a hole.
+  uint32_t acked_psn = 0;
+  uint32_t parts_head = 0;  // READ parts: the oldest incomplete (see ReqState::parts_tail)
   uint64_t una_bytes = 0;  // payload bytes acknowledged (sequence space)
   uint64_t rto_deadline_ns = kNever;
   uint64_t rnr_deadline_ns = kNever;  // an RNR NAK's wait; the requester holds new packets meanwhile
   uint32_t rnr_psn = 0;        // where to resume after the RNR wait
-  uint32_t read_retry_psn = 0;  // last READ response PSN re-requested (one retry per gap)
+  uint32_t read_in_flight = 0;  // READ responses asked for and still expected (ReadPart::asked)
+  // Responses a hole may lag behind acked_psn before it counts as lost: grows
+  // to the lag of any response that arrived after its hole would have been
+  // declared lost (reordering, not loss).
+  uint16_t reorder_pkts = 3;
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
   uint8_t backoff = 0;
-  bool read_retry_armed = false;
 };
 
 // RTT measured by the completer toward a peer that echoes no telemetry (rxe,
@@ -309,6 +364,10 @@ struct QpCold {
   uint32_t atomic_next = 0;
   cc::NpState np;  // CNP pacing: touched for CE-marked packets only
   RttProbe probe;  // the completer's
+  // What the QP keeps in flight after loss, whatever its congestion control
+  // (go-back-N request packets and READ responses; not selective repeat).
+  // Off (one compare per packet) until the first loss.
+  cc::LossWindow loss;
   QpCounters counters;
 
   // Storage behind the hot parts' pointers (Qp::bind).
@@ -316,6 +375,7 @@ struct QpCold {
   std::vector<RecvWqe> rq_ring;
   std::vector<ReadJob> reads;
   std::vector<AtomicResult> atomic_results;  // the last max_dest_rd_atomic atomics executed
+  std::vector<ReadPart> parts;  // the requester's READ parts: a power of two >= max_rd_atomic, made at the first READ
   std::vector<uint8_t> inline_buf;  // one slot of init.max_inline_data bytes per send WQE
   // Selective repeat, bitmaps over PSN mod sr_window: what the peer has
   // selectively acknowledged (the completer's), what to resend and what was
@@ -380,13 +440,20 @@ struct Qp : QpHot {
   uint8_t* inline_slot(uint32_t wqe) { return cold.inline_buf.data() + size_t{wqe} * cold.init.max_inline_data; }
   // READs and atomics the requester may have outstanding (0 still allows one).
   uint32_t rd_atomic_limit() const { return cold.attr.max_rd_atomic > 1 ? cold.attr.max_rd_atomic : 1; }
-  uint32_t reads_outstanding() const { return req.reads_started - comp.reads_retired; }
+  // READ parts (and atomics) asked for and not complete: what the peer's
+  // responder resources hold, counted from the oldest incomplete one (rxe
+  // reuses its resources in ring order).
+  uint32_t parts_open() const { return req.parts_tail - comp.parts_head; }
+  ReadPart& part(uint32_t n) { return cold.parts[n & (cold.parts.size() - 1)]; }
+  const ReadPart& part(uint32_t n) const { return cold.parts[n & (cold.parts.size() - 1)]; }
   uint32_t mtu() const { return mtu_bytes; }
   // Packets of a message of `length` bytes (a zero-length one takes one).
   uint32_t packets_for(uint32_t length) const { return engine::packets_for(length, mtu_bytes); }
   // Selective repeat as configured and as the peer speaks it.
   bool selective() const { return sr && peer_tita; }
   uint64_t inflight_bytes() const { return req.nxt_bytes - comp.una_bytes; }
+  cc::LossWindow& loss() { return cold.loss; }
+  const cc::LossWindow& loss() const { return cold.loss; }
 };
 
 // What a QP's per-packet state may take (issue 17: 64k QPs per engine).

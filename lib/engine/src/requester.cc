@@ -7,6 +7,7 @@
 // advances the QP's pacing clock by its wire time at the congestion-control
 // rate; the window caps payload bytes in flight.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine_impl.h"
@@ -24,6 +25,11 @@ namespace {
 constexpr uint64_t kPicosPerNs = 1000;
 constexpr uint32_t kEthernetOverheadBytes = 24;  // preamble 8, FCS 4, inter-frame gap 12
 constexpr uint32_t kMaxOutstandingPsns = 1u << 22;
+// READ parts under the loss window: at least this many open, of at least this
+// many responses (a part's lost tail is seen by the next part's responses,
+// not only by the timer).
+constexpr uint32_t kMinReadParts = 2;
+constexpr uint32_t kMinReadPartPackets = 8;
 
 // Request opcode for packet `idx` of `npkts` of a SEND or WRITE.
 Opcode request_opcode(WrOpcode op, uint32_t idx, uint32_t npkts) {
@@ -70,17 +76,48 @@ bool Engine::Impl::can_send_new(const Qp& qp) const {
   // have to keep; a READ asked again for its missing responses adds none.
   if (qp.selective() && outstanding >= cfg.sr_window && !(w.started && w.is_read())) return false;
   // A fenced WR waits for every earlier READ and atomic to complete.
-  if (w.fence && !w.started && qp.reads_outstanding() > 0) return false;
-  if (w.needs_response()) return w.started || qp.reads_outstanding() < qp.rd_atomic_limit();
+  // (Parts retire in order, so none open means every earlier one completed.)
+  if (w.fence && !w.started && qp.parts_open() > 0) return false;
+  if (w.needs_response()) {
+    // A part asked before is asked again (go-back-N) in the resource it holds;
+    // a new one needs a free one. Two parts may always be open, whatever the
+    // loss window: the responses of the second show the first's lost tail.
+    if (!loss_allows(qp) && qp.parts_open() >= kMinReadParts) return false;
+    if (w.started && psn_distance(qp.req.snd_nxt, w.first_psn) < w.asked_pkts) return true;
+    return qp.parts_open() < part_limit(qp);
+  }
+  if (!loss_allows(qp)) return false;
   const uint64_t cwnd = qp.flow.cwnd_bytes();
   return qp.inflight_bytes() == 0 || qp.inflight_bytes() < cwnd;
+}
+
+// READ parts and atomics outstanding at once: max_rd_atomic, counted from the
+// oldest incomplete one (the ring holds at least that many once a READ started).
+uint32_t Engine::Impl::part_limit(const Qp& qp) const {
+  const uint32_t ring = static_cast<uint32_t>(qp.cold.parts.size());
+  return ring == 0 ? qp.rd_atomic_limit() : std::min(ring, qp.rd_atomic_limit());
+}
+
+// Packets the QP has in flight for its loss window: READ responses asked for
+// and still expected, plus the request packets past the last READ part (a
+// go-back-N flight of SENDs and WRITEs; those between READ parts are not counted).
+uint32_t Engine::Impl::loss_in_flight(const Qp& qp) const {
+  if (qp.parts_open() == 0) return psn_distance(qp.req.snd_nxt, qp.comp.snd_una);
+  const ReadPart& last = qp.part(qp.req.parts_tail - 1);
+  const uint32_t end = psn_add(last.first_psn, last.npkts);
+  const uint32_t after = psn_after(qp.req.snd_nxt, end) ? psn_distance(qp.req.snd_nxt, end) : 0;
+  return qp.comp.read_in_flight + after;
+}
+
+bool Engine::Impl::loss_allows(const Qp& qp) const {
+  return qp.selective() || qp.loss().allows(loss_in_flight(qp));
 }
 
 bool Engine::Impl::has_work(const Qp& qp) const {
   if (qp.mac_pending) return false;     // nowhere to send yet (ARP)
   if (qp.resp.reads_count > 0) return true;  // READ responses owed to the peer
   if (qp.state != QpState::kRts || qp.comp.rnr_deadline_ns != kNever) return false;
-  return qp.req.retx_count > 0 || can_send_new(qp);
+  return qp.req.retx_count > 0 || qp.req.rereq_count > 0 || can_send_new(qp);
 }
 
 // ---------------------------------------------------------------- sequence space
@@ -127,6 +164,9 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
 bool Engine::Impl::ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len,
                                       bool last) const {
   if (qp.req.ack_every <= 1 || psn % qp.req.ack_every == 0) return true;
+  // After a loss (the loss window on), every packet asks: a lost ACK then
+  // costs nothing, where it would cost a timeout with the window full.
+  if (!qp.selective() && qp.loss().on()) return true;
   const uint32_t next_wr = (static_cast<uint32_t>(&w - qp.req.sq) + 1) & (qp.sq_size() - 1);
   if (last && next_wr == qp.req.sq_tail) return true;
   if (qp.req.asked && !psn_before(qp.req.asked_psn, qp.comp.snd_una)) return false;  // its ACK will open the window
@@ -157,9 +197,12 @@ bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
   w.npkts = w.is_atomic() ? 1 : qp.packets_for(w.length);
   w.seq_start = qp.req.next_seq;
   w.read_pkts = 0;
+  w.asked_pkts = 0;
   w.started = true;
   if (w.needs_response()) {
-    ++qp.req.reads_started;
+    if (qp.cold.parts.size() < qp.rd_atomic_limit() && qp.parts_open() == 0) {
+      qp.cold.parts.assign(std::bit_ceil(qp.rd_atomic_limit()), ReadPart{});
+    }
   } else {
     qp.req.next_seq += w.length;
   }
@@ -199,7 +242,7 @@ uint32_t gather(const Engine::Impl& m, const SendWqe& w, uint32_t offset, uint32
 
 }  // namespace
 
-void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission) {
+void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission, uint32_t read_pkts) {
   const uint32_t idx = psn_distance(psn, w.first_psn);
   const uint32_t offset = idx * qp.mtu();
   wire::Segment segs[TxFrame::kMaxPayloadSegments];
@@ -210,10 +253,10 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
   f.opcode = Opcode::kReadRequest;
   f.psn = psn;
   if (w.is_read()) {
-    // A READ asks once for all its responses; a retry asks for the rest.
+    // A part, or a part's hole: read_pkts responses from psn.
     f.va = w.remote_addr + offset;
     f.rkey = w.rkey;
-    f.dma_len = w.length - std::min(w.length, offset);
+    f.dma_len = std::min<uint64_t>(uint64_t{read_pkts} * qp.mtu(), w.length - std::min(w.length, offset));
   } else if (w.is_atomic()) {
     // AtomicETH: VA, R_Key, Swap (or Add) Data, Compare Data; a retry is the same request.
     f.opcode = w.opcode == WrOpcode::kAtomicCmpAndSwp ? Opcode::kCompareSwap : Opcode::kFetchAdd;
@@ -270,20 +313,34 @@ bool Engine::Impl::send_one(Qp& qp) {
       --qp.req.retx_count;
       const uint32_t i = wqe_index_of(qp, psn);
       if (i == qp.req.sq_tail || !qp.req.sq[i].started) return false;
+      if (qp.req.sq[i].needs_response()) {
+        // A READ part's request: asked again from its first missing response.
+        // Its response PSNs are not requests.
+        ReadPart* p = part_holding(qp, psn);
+        if (p == nullptr || psn != p->first_psn || p->complete()) continue;
+        const uint32_t from = p->first_missing();
+        ask_part(qp, *p, from, p->npkts - from, true);
+        return true;
+      }
       send_request(qp, qp.req.sq[i], psn, true);
       return true;
     }
     qp.req.retx_count = 0;  // marks below snd_una were acknowledged meanwhile
   }
+  if (qp.req.rereq_count > 0 && send_rerequest(qp)) return true;
+  skip_answered(qp);
   if (!can_send_new(qp)) return false;
   SendWqe& w = qp.req.sq[qp.req.sq_next];
   if (!w.started && !start_wqe(qp, w)) return false;
   const uint32_t psn = qp.req.snd_nxt;
-  const bool retransmission = psn_before(psn, qp.req.snd_max);
-  send_request(qp, w, psn, retransmission);
-  if (qp.state != QpState::kRts) return true;  // the WR failed and flushed the QP
+  if (w.needs_response()) {
+    send_part(qp, w);
+  } else {
+    send_request(qp, w, psn, psn_before(psn, qp.req.snd_max));
+    if (qp.state != QpState::kRts) return true;  // the WR failed and flushed the QP
+    qp.req.snd_nxt = psn_add(psn, 1);
+  }
   const uint32_t end = psn_add(w.first_psn, w.npkts);
-  qp.req.snd_nxt = w.needs_response() ? end : psn_add(psn, 1);
   if (qp.req.snd_nxt == end) qp.req.sq_next = (qp.req.sq_next + 1) & (qp.sq_size() - 1);
   // Sequence space is contiguous over WRs (READs and atomics take none): the
   // position after this packet is in w, or at its end.
@@ -301,6 +358,138 @@ bool Engine::Impl::send_one(Qp& qp) {
   return true;
 }
 
+// ---------------------------------------------------------------- READ parts
+//
+// A READ WR goes out as parts (ReadPart, qp.h): each a READ request for up to
+// kReadPartPackets responses (fewer while the loss window is on: a part no
+// larger than what the window has room for), at most part_limit() of them
+// incomplete. The completer takes responses in any order and, when the
+// responses have run a reordering window past a part's first hole, asks for
+// that hole again (send_rerequest). A go-back-N rewind over parts already
+// asked (a NAK, a timeout) asks each incomplete one again from its first
+// missing response to its end, and skips the complete ones (skip_answered).
+// Every request of a part starts at its first missing response, so the starts
+// only grow, as a Linux rxe responder requires.
+
+namespace {
+
+uint64_t bits_in(uint32_t from, uint32_t len) {
+  const uint64_t ones = len >= 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
+  return from >= 64 ? 0 : ones << from;
+}
+
+}  // namespace
+
+ReadPart* Engine::Impl::part_holding(Qp& qp, uint32_t psn) {
+  for (uint32_t n = qp.comp.parts_head; n != qp.req.parts_tail; ++n) {
+    ReadPart& p = qp.part(n);
+    if (psn_distance(psn, p.first_psn) < p.npkts) return &p;
+  }
+  return nullptr;
+}
+
+// Asks part p for [from, from + len): the request, and what it now expects.
+void Engine::Impl::ask_part(Qp& qp, ReadPart& p, uint32_t from, uint32_t len, bool again) {
+  SendWqe& w = qp.req.sq[p.wqe];
+  const uint64_t want = bits_in(from, len) & ~p.got & ~p.asked;
+  p.asked |= want;
+  qp.comp.read_in_flight += static_cast<uint32_t>(std::popcount(want));
+  p.asked_from = static_cast<uint8_t>(from);
+  if (again) {
+    ++qp.cold.counters.read_rerequests;
+    p.reasked = true;
+    p.hole = static_cast<uint8_t>(from);  // what the completer watches the answer of
+    p.spurious = false;
+    p.rereq_len = static_cast<uint8_t>(std::min<uint32_t>(len, 255));
+  }
+  send_request(qp, w, psn_add(p.first_psn, from), again, len);
+}
+
+// A new part of READ (or atomic) w at snd_nxt, or one asked before again.
+void Engine::Impl::send_part(Qp& qp, SendWqe& w) {
+  const uint32_t off = psn_distance(qp.req.snd_nxt, w.first_psn);
+  if (off < w.asked_pkts) {
+    // Go-back-N over a part asked before (skip_answered stopped here: it
+    // misses responses): from its first missing response to its end.
+    ReadPart* p = part_holding(qp, qp.req.snd_nxt);
+    if (p == nullptr) {  // retired meanwhile
+      qp.req.snd_nxt = psn_add(w.first_psn, w.asked_pkts);
+      return;
+    }
+    const uint32_t from = p->first_missing();
+    if (from < p->npkts) ask_part(qp, *p, from, p->npkts - from, true);
+    qp.req.snd_nxt = psn_add(p->first_psn, p->npkts);
+    return;
+  }
+  uint32_t n = std::min(kReadPartPackets, w.npkts - off);
+  if (qp.loss().on() && !qp.selective()) {
+    const uint32_t in_flight = loss_in_flight(qp);
+    const uint32_t room = qp.loss().window() > in_flight ? qp.loss().window() - in_flight : 0;
+    n = std::min(n, std::max(kMinReadPartPackets, room));
+  }
+  ReadPart& p = qp.part(qp.req.parts_tail++);
+  p = ReadPart{};
+  p.first_psn = qp.req.snd_nxt;
+  p.wqe = static_cast<uint32_t>(&w - qp.req.sq);
+  p.offset_pkts = off;
+  p.npkts = static_cast<uint8_t>(n);
+  w.asked_pkts = off + n;
+  ask_part(qp, p, 0, n, false);
+  qp.req.snd_nxt = psn_add(p.first_psn, n);
+}
+
+// Moves snd_nxt, behind after a rewind, over READ parts that need nothing
+// asked again: complete ones (retired or not).
+void Engine::Impl::skip_answered(Qp& qp) {
+  while (qp.req.sq_next != qp.req.sq_tail) {
+    SendWqe& w = qp.req.sq[qp.req.sq_next];
+    if (!w.started || !w.needs_response()) return;
+    const uint32_t off = psn_distance(qp.req.snd_nxt, w.first_psn);
+    if (off >= w.asked_pkts) return;  // new parts from here
+    uint32_t to;
+    if (off < w.read_pkts) {
+      to = w.read_pkts;
+    } else {
+      const ReadPart* p = part_holding(qp, qp.req.snd_nxt);
+      if (p != nullptr && !p->complete()) return;  // to be asked again
+      to = p != nullptr ? p->offset_pkts + p->npkts : w.asked_pkts;
+    }
+    qp.req.snd_nxt = psn_add(w.first_psn, to);
+    qp.req.nxt_bytes = w.seq_start;
+    if (to == w.npkts) qp.req.sq_next = (qp.req.sq_next + 1) & (qp.sq_size() - 1);
+  }
+}
+
+// The oldest part whose hole the completer declared lost: that hole again.
+bool Engine::Impl::send_rerequest(Qp& qp) {
+  for (uint32_t n = qp.comp.parts_head; n != qp.req.parts_tail; ++n) {
+    ReadPart& p = qp.part(n);
+    if (!p.rereq) continue;
+    p.rereq = false;
+    --qp.req.rereq_count;
+    if (p.rereq_from < p.asked_from) continue;  // never before the last start (cannot happen: starts are first holes)
+    ask_part(qp, p, p.rereq_from, p.rereq_len, true);
+    return true;
+  }
+  qp.req.rereq_count = 0;
+  return false;
+}
+
+// Parts from psn on (all with `all`) expect nothing more: their requests go
+// again (a rewind, a timeout).
+void Engine::Impl::forget_asked(Qp& qp, uint32_t psn, bool all) {
+  for (uint32_t n = qp.comp.parts_head; n != qp.req.parts_tail; ++n) {
+    ReadPart& p = qp.part(n);
+    if (!all && psn_before(p.first_psn, psn)) continue;
+    qp.comp.read_in_flight -= std::min<uint32_t>(qp.comp.read_in_flight, std::popcount(p.asked));
+    p.asked = 0;
+    if (p.rereq) --qp.req.rereq_count;
+    p.rereq = false;
+    if (all) p.hole = ReadPart::kNoHole;
+  }
+  if (all) qp.comp.read_in_flight = 0;
+}
+
 // ---------------------------------------------------------------- recovery
 
 void Engine::Impl::rewind(Qp& qp, uint32_t psn, bool forget_resent) {
@@ -308,6 +497,7 @@ void Engine::Impl::rewind(Qp& qp, uint32_t psn, bool forget_resent) {
   if (psn_before(psn, qp.comp.snd_una)) psn = qp.comp.snd_una;
   if (psn_after(psn, qp.req.snd_nxt)) return;
   probe_void_from(qp, psn);  // it will be sent again
+  if (qp.parts_open() > 0) forget_asked(qp, psn, forget_resent);
   qp.req.sq_next = wqe_index_of(qp, psn);
   qp.req.snd_nxt = psn;
   qp.req.nxt_bytes = seq_position(qp, psn);

@@ -149,10 +149,21 @@ struct Responder {
         ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % qp.cold.reads.size()];
         if (!job.atomic && wire::psn_distance(psn, job.first_psn) < job.npkts) {
           start_read(job);
+          // A go-back-N requester (Linux rxe, a RoCE NIC) asks again for
+          // everything after this READ too, and drops any response before
+          // those arrive: the answers queued behind it would be sent twice.
+          // A tita requester asks for holes only and keeps the rest.
+          if (!qp.peer_tita) drop_later();
           return Step::kDone;
         }
       }
-      if (qp.resp.reads_count < qp.cold.reads.size()) push_read();
+      // Its first answer is done. From a go-back-N peer, what is queued for
+      // later requests goes: it will ask for them again too.
+      if (!qp.peer_tita) drop_later();
+      if (qp.resp.reads_count < qp.cold.reads.size()) {
+        push_read();
+        qp.cold.reads[(qp.cold.reads_head + qp.resp.reads_count - 1) % qp.cold.reads.size()].replay = true;
+      }
       return Step::kDone;
     }
     // Re-acknowledge, so a sender whose ACK was lost moves on. A
@@ -245,8 +256,11 @@ struct Responder {
       qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
       return Step::kNakInvalid;
     }
-    // READs and atomics hold a responder resource until answered.
-    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size()) {
+    // READs and atomics hold a responder resource until answered. A replay
+    // (a repeated READ answered anew) holds none: a new request takes its slot,
+    // and the requester asks again if it still misses those responses.
+    if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size() &&
+        !drop_replay()) {
       return Step::kNakInvalid;
     }
     return Step::kCheckAccess;
@@ -304,6 +318,37 @@ struct Responder {
     job.psn = job.first_psn = psn;
     job.npkts = qp.packets_for(job.remaining);
     job.mr = mr ? static_cast<uint32_t>(mr - m.mrs.data()) : 0;
+  }
+
+  // Drops the queued answers to requests after this one (answers to earlier
+  // ones, replays the peer asked for just before, stay), keeping the order.
+  void drop_later() {
+    const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
+      const ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % size];
+      if (wire::psn_after(job.first_psn, psn)) {
+        ++qp.cold.counters.read_jobs_dropped;
+        continue;
+      }
+      if (kept != k) qp.cold.reads[(qp.cold.reads_head + kept) % size] = job;
+      ++kept;
+    }
+    qp.resp.reads_count = kept;
+  }
+
+  // Removes the oldest replay job from the ring (the later ones move up); false if none.
+  bool drop_replay() {
+    const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
+    for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
+      if (!qp.cold.reads[(qp.cold.reads_head + k) % size].replay) continue;
+      for (uint32_t j = k; j + 1 < qp.resp.reads_count; ++j) {
+        qp.cold.reads[(qp.cold.reads_head + j) % size] = qp.cold.reads[(qp.cold.reads_head + j + 1) % size];
+      }
+      --qp.resp.reads_count;
+      return true;
+    }
+    return false;
   }
 
   void push_read() {

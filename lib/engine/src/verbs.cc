@@ -50,6 +50,8 @@ std::string_view to_string(EventKind k) {
     case EventKind::kQpRequestError: return "IBV_EVENT_QP_REQ_ERR";
     case EventKind::kQpAccessError: return "IBV_EVENT_QP_ACCESS_ERR";
     case EventKind::kCommEstablished: return "IBV_EVENT_COMM_EST";
+    case EventKind::kQpRetryExceeded: return "retry count exceeded";  // issue 29
+    case EventKind::kQpRecoveryFallback: return "selective repeat refused by the peer";
   }
   return "?";
 }

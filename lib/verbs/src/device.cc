@@ -329,6 +329,7 @@ void Device::detach(Context* c) {
 void Device::report_refused() {
   dpdk::HostCounters h;
   engine::EngineCounters e;
+  uint64_t malformed = 0;  // every parse error: truncated, bad ICRC, bad checksum, unknown opcode
   for (auto& lane : lanes_) {
     const dpdk::HostCounters& hl = lane->host->counters();
     h.tx_frames += hl.tx_frames;
@@ -336,18 +337,28 @@ void Device::report_refused() {
     h.tx_no_mbuf += hl.tx_no_mbuf;
     h.tx_oversize += hl.tx_oversize;
     h.tx_overrun += hl.tx_overrun;
-    e.rx_dropped += lane->host->engine().counters().rx_dropped;
+    const engine::EngineCounters& el = lane->host->engine().counters();
+    e.rx_dropped += el.rx_dropped;
+    for (uint64_t n : el.rx_parse_errors) malformed += n;
+    e.rx_not_for_us += el.rx_not_for_us;
+    e.rx_unknown_qp += el.rx_unknown_qp;
+    e.rx_qp_not_ready += el.rx_qp_not_ready;
+    e.rx_wrong_source += el.rx_wrong_source + el.rx_bad_pkey;
   }
   const dpdk::PortStats p = port_.stats();
   const bool any = h.tx_no_mbuf + h.tx_oversize + h.tx_overrun + p.tx_errors > 0;
   log(any ? Config::Log::kError : Config::Log::kInfo,
       "%s: %lu frames sent, %lu received; not sent: %lu (no mbuf), %lu (larger than an mbuf), %lu (beyond tx space), "
       "%lu (port tx errors); "
-      "dropped on arrival: %lu (port: missed), %lu (port: rx errors), %lu (engine: malformed, bad ICRC, not ours)",
+      "dropped on arrival: %lu (port: missed), %lu (port: rx errors), %lu by the engine (%lu malformed or bad ICRC, "
+      "%lu not for this address, %lu for no such QP, %lu for a QP not in RTR/RTS, %lu from a wrong source or P_Key)",
       cfg_.device.c_str(), static_cast<unsigned long>(h.tx_frames), static_cast<unsigned long>(h.rx_frames),
       static_cast<unsigned long>(h.tx_no_mbuf), static_cast<unsigned long>(h.tx_oversize),
       static_cast<unsigned long>(h.tx_overrun), static_cast<unsigned long>(p.tx_errors), static_cast<unsigned long>(p.rx_missed),
-      static_cast<unsigned long>(p.rx_errors), static_cast<unsigned long>(e.rx_dropped));
+      static_cast<unsigned long>(p.rx_errors), static_cast<unsigned long>(e.rx_dropped),
+      static_cast<unsigned long>(malformed), static_cast<unsigned long>(e.rx_not_for_us),
+      static_cast<unsigned long>(e.rx_unknown_qp), static_cast<unsigned long>(e.rx_qp_not_ready),
+      static_cast<unsigned long>(e.rx_wrong_source));
 }
 
 bool Device::counters(engine::EngineCounters* out) {
@@ -516,6 +527,21 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     ae.event_type = IBV_EVENT_CQ_ERR;
     d->log(Config::Log::kError, "CQ %u overflowed: its QPs are in error", e.cq);
     d->post_async(context_of(cq->cq.context), ae);
+    return;
+  }
+  if (e.kind == engine::EventKind::kQpRetryExceeded) {
+    // No IBV event: the completion carries IBV_WC_RETRY_EXC_ERR; this line says why.
+    d->log(Config::Log::kError,
+           "QP 0x%06x: retry count exceeded: %u %s in a row without progress at PSN %u (no ACK or READ response "
+           "moved); its WRs complete with IBV_WC_RETRY_EXC_ERR",
+           e.qp_num, static_cast<unsigned>(e.retries) + 1, e.by_nak ? "sequence NAKs" : "timeouts", e.psn);
+    return;
+  }
+  if (e.kind == engine::EventKind::kQpRecoveryFallback) {
+    d->log(Config::Log::kError,
+           "QP 0x%06x: selective repeat was asked for, but the peer's frames carry no tita trailer (a standard "
+           "RoCE peer, or tita without telemetry): the QP runs go-back-N",
+           e.qp_num);
     return;
   }
   auto it = d->qps_.find(e.qp_num);

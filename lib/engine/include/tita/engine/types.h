@@ -205,6 +205,17 @@ struct QpCounters {
   uint64_t atomics_executed = 0;     // responder: atomics carried out on our memory
   uint64_t atomic_replays = 0;       // responder: duplicate atomics answered from the saved result
   uint64_t out_of_order_received = 0;
+  uint64_t read_rerequests = 0;      // READ requests asked again (a part's hole, or its rest after a timeout)
+  uint64_t loss_window_cuts = 0;     // losses and timeouts that cut the loss window (cc/loss_window.h)
+  // The QP ended in RETRY_EXC_ERR: retry_cnt timeouts (or sequence NAKs) in a
+  // row without progress (0 or 1; the verbs layer logs the cause once).
+  uint64_t retry_exceeded = 0;
+  // Responder: READ responses and atomic answers queued behind a READ that a
+  // go-back-N peer asked again, dropped (it asks again for them too).
+  uint64_t read_jobs_dropped = 0;
+  // Selective repeat was set, but the peer's frames carry no tita trailer:
+  // the QP runs go-back-N (0 or 1; the host hears of it once).
+  uint64_t sr_fallbacks = 0;
   uint64_t ooo_buffered = 0;         // selective repeat: kept for later
   uint64_t ecn_ce_received = 0;
   uint64_t cnps_sent = 0;
@@ -261,6 +272,13 @@ enum class EventKind : uint8_t {
   kQpRequestError,   // IBV_EVENT_QP_REQ_ERR: the responder NAKed an invalid request
   kQpAccessError,    // IBV_EVENT_QP_ACCESS_ERR: the responder NAKed a remote access violation
   kCommEstablished,  // IBV_EVENT_COMM_EST: the first request reached a QP in RTR
+  // Not an IBV event: the QP went to error with RETRY_EXC_ERR (retry_cnt
+  // timeouts or sequence NAKs in a row without progress; QpCounters say
+  // more). For the host's log: the completion alone says little.
+  kQpRetryExceeded,
+  // Not an IBV event: selective repeat was set (QpAttr::recovery), but the
+  // peer speaks no tita trailer; the QP runs go-back-N. Once per QP.
+  kQpRecoveryFallback,
 };
 std::string_view to_string(EventKind k);
 
@@ -268,6 +286,11 @@ struct Event {
   EventKind kind = EventKind::kCqNotify;
   uint32_t cq = 0;      // kCqNotify, kCqError
   uint32_t qp_num = 0;  // the QP events
+  // kQpRetryExceeded: the oldest unacknowledged PSN, how many retries were
+  // spent on it, and whether the last was a sequence NAK (else a timeout).
+  uint32_t psn = 0;
+  uint8_t retries = 0;
+  bool by_nak = false;
 };
 // Runs synchronously inside the engine call that raised the event; it must not
 // call back into the engine.
@@ -320,6 +343,11 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("nak_invalid_received", q.nak_invalid_received);
   f("duplicates_received", q.duplicates_received);
   f("out_of_order_received", q.out_of_order_received);
+  f("read_rerequests", q.read_rerequests);
+  f("loss_window_cuts", q.loss_window_cuts);
+  f("retry_exceeded", q.retry_exceeded);
+  f("read_jobs_dropped", q.read_jobs_dropped);
+  f("sr_fallbacks", q.sr_fallbacks);
   f("ecn_ce_received", q.ecn_ce_received);
   f("cnps_sent", q.cnps_sent);
   f("cnps_received", q.cnps_received);
