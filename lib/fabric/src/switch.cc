@@ -31,7 +31,8 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
       *err = port_name(i) + ": rate must be > 0";
       return -EINVAL;
     }
-    if (p.red.kmin_bytes > p.red.kmax_bytes || p.red.pmax < 0 || p.red.pmax > 1) {
+    const RedParams red = p.red.resolve(p.rate_bps);
+    if (red.kmin_bytes > red.kmax_bytes || red.pmax < 0 || red.pmax > 1) {
       *err = port_name(i) + ": ECN needs kmin <= kmax and 0 <= pmax <= 1";
       return -EINVAL;
     }
@@ -78,8 +79,7 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
     ps.shaper.init(p.shaped ? p.rate_bps : 0, p.burst_bytes, p.overhead_bytes);
     ps.rate_mbps = static_cast<uint32_t>(std::min<uint64_t>(p.rate_bps / 1'000'000, UINT32_MAX));
     ps.pause_ns = pfc_quanta_ns(cfg_.pfc_quanta, p.rate_bps);
-    const bool red_unset = p.red.kmin_bytes == 0 && p.red.kmax_bytes == 0 && p.red.pmax == 0;
-    ps.red = red_unset ? cc::red_defaults(p.rate_bps) : p.red;
+    ps.red = p.red.resolve(p.rate_bps);
     mmu_.set_port_limit(i, p.buffer_bytes);
   }
   static_assert(sizeof(Desc) <= 32, "a descriptor per buffered packet: keep it small");
@@ -409,7 +409,7 @@ uint64_t SwitchCore::depart(uint16_t port, uint8_t prio, Desc& x, uint64_t now_n
   if (cfg_.decrement_ttl) flags |= EgressEdit::kDecTtl;
   if ((x.flags & kDescEct) && cfg.ecn) {
     // RED on the queue this packet leaves behind, as the HPCC simulator marks.
-    const double p = cc::red_mark_probability(qc.qlen_bytes, ps.red);
+    const double p = red_mark_probability(qc.qlen_bytes, ps.red);
     if (p >= 1.0 || (p > 0 && rng_.uniform() < p)) {
       flags |= EgressEdit::kMarkCe;
       ++pc.ecn_marked;
