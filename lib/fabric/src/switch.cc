@@ -262,19 +262,10 @@ void SwitchCore::on_pfc(uint16_t port, const FrameRef& f, uint64_t now_ns) {
   PortCounters& pc = counters_[port];
   PortState& ps = ports_[port];
   ++pc.pfc_frames_received;
-  for (uint8_t p = 0; p < kPriorities; ++p) {
-    if (!((info.class_enable >> p) & 1)) continue;
-    const bool pause = info.quanta[p] != 0;
-    if (pause) {
-      ps.pause_until_ns[p] = now_ns + pfc_quanta_ns(info.quanta[p], cfg_.ports[port].rate_bps);
-      ps.paused = static_cast<uint8_t>(ps.paused | 1u << p);
-      ++pc.pfc_pause_received[p];
-    } else {
-      ps.pause_until_ns[p] = 0;
-      ++pc.pfc_resume_received[p];
-    }
+  ps.pause.apply(info, now_ns, cfg_.ports[port].rate_bps, 1, [&](uint8_t p, bool pause, uint64_t) {
+    ++(pause ? pc.pfc_pause_received[p] : pc.pfc_resume_received[p]);
     if (hooks_.pfc != nullptr) hooks_.pfc(hooks_.ctx, port, p, pause, false, now_ns);
-  }
+  });
 }
 
 void SwitchCore::request_pfc(uint16_t in_port, uint8_t prio) {
@@ -344,14 +335,7 @@ int SwitchCore::pick(uint16_t port, uint64_t now_ns) {
   PortState& ps = ports_[port];
   uint8_t ready = ps.nonempty;
   if (ready == 0) return -1;
-  for (unsigned check = ready & ps.paused; check != 0; check &= check - 1) {
-    const unsigned p = static_cast<unsigned>(__builtin_ctz(check));
-    if (ps.pause_until_ns[p] > now_ns) {
-      ready = static_cast<uint8_t>(ready & ~(1u << p));
-    } else {
-      ps.paused = static_cast<uint8_t>(ps.paused & ~(1u << p));  // expired or resumed
-    }
-  }
+  ready = ps.pause.unpaused(ready, now_ns);
   if (ready == 0) return -1;
   if (cfg_.ports[port].strict_priority) return 31 - __builtin_clz(ready);
   for (int i = 0; i < kPriorities; ++i) {
@@ -512,8 +496,8 @@ uint64_t SwitchCore::next_event_ns(uint16_t port, uint64_t now_ns) const {
     bool ready = false;
     for (uint8_t p = 0; p < kPriorities; ++p) {
       if (!((ps.nonempty >> p) & 1)) continue;
-      if (ps.pause_until_ns[p] > now_ns) {
-        unpause = std::min(unpause, ps.pause_until_ns[p]);
+      if (ps.pause.paused(p, now_ns)) {
+        unpause = std::min(unpause, ps.pause.paused_until(p));
       } else {
         ready = true;
       }

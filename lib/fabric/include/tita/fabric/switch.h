@@ -248,7 +248,7 @@ class SwitchCore {
   double avg_qlen_bytes(uint16_t port, uint64_t now_ns) const;
   double avg_queue_bytes(uint16_t port, uint8_t prio, uint64_t now_ns) const;
   bool egress_paused(uint16_t port, uint8_t prio, uint64_t now_ns) const {
-    return ports_[port].pause_until_ns[prio] > now_ns;
+    return ports_[port].pause.paused(prio, now_ns);
   }
   const Mmu& mmu() const { return mmu_; }
   const RouteTable& routes() const { return routes_; }
@@ -289,12 +289,11 @@ class SwitchCore {
     Fifo queue[kPriorities];
     Fifo delay;
     uint8_t nonempty = 0;  // bit p: queue p holds packets
-    uint8_t paused = 0;    // bit p: pause_until_ns[p] may lie ahead (cleared lazily)
     uint8_t rr_next = 0;
     uint8_t pfc_changed = 0;  // priorities to put in the next PFC frame
     bool pfc_queued = false;  // in pfc_pending_
     uint64_t pfc_refresh_ns = kNever;
-    uint64_t pause_until_ns[kPriorities] = {};  // egress paused by the peer
+    PauseState pause;  // egress paused by the peer (ns)
     uint32_t rate_mbps = 0;
     uint64_t pause_ns = 0;  // what pfc_quanta pauses at this rate
     RedParams red;  // the port's RedConfig, resolved
