@@ -189,8 +189,9 @@ bool EngineHost::on_pfc(uint64_t now_ns, const rte_mbuf* m) {
   if (options_.honour_pfc && fabric::parse_pfc_frame(p, m->data_len, &info)) {
     const uint64_t link = uint64_t{port_.link_speed_mbps()} * 1'000'000;
     const uint64_t rate = link != 0 ? link : engine_->config().line_rate_bps;
-    pause_.apply(info, now_ns, rate, 1,
-                 [&](uint8_t, bool pause, uint64_t) { ++(pause ? counters_.rx_pfc_pauses : counters_.rx_pfc_resumes); });
+    pause_.apply(info, now_ns, rate, 1, [&](uint8_t, bool pause, uint64_t) {
+      ++(pause ? counters_.rx_pfc_pauses : counters_.rx_pfc_resumes);
+    });
   }
   return true;  // MAC control frames are the link's, never the engine's
 }
