@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 namespace tita::tsw {
 
@@ -52,6 +53,14 @@ class Obj {
       return;
     }
     *out = std::is_integral_v<T> ? static_cast<T>(v.get<int64_t>()) : static_cast<T>(d);
+  }
+  // A setting that may be left unset.
+  template <class T>
+  void num(const char* key, std::optional<T>* out, double min, double max) {
+    T v{};
+    if (!has(key)) return;
+    num(key, &v, min, max);
+    if (ok_) *out = v;
   }
   void flag(const char* key, bool* out) {
     if (!has(key)) return;
@@ -284,13 +293,16 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
     }
     if (p.ok() && p.has("ecn")) {
       Obj e(p.at("ecn"), p.path("ecn"), err);
-      if (!e.only({"enabled", "kmin_bytes", "kmax_bytes", "pmax"})) return -EINVAL;
+      if (!e.only({"enabled", "kmin_bytes", "kmax_bytes", "pmax", "base_rate_gbps"})) return -EINVAL;
       e.flag("enabled", &pc.ecn);
-      pc.red = cc::red_defaults(pc.rate_bps);
       e.num("kmin_bytes", &pc.red.kmin_bytes, 0, 1e12);
       e.num("kmax_bytes", &pc.red.kmax_bytes, 0, 1e12);
       e.num("pmax", &pc.red.pmax, 0, 1);
-      if (e.ok() && pc.red.kmin_bytes > pc.red.kmax_bytes) e.fail("", "kmin_bytes must not exceed kmax_bytes");
+      double base_gbps = 0;
+      e.num("base_rate_gbps", &base_gbps, 0, 10'000);
+      pc.red.base_rate_bps = static_cast<uint64_t>(base_gbps * 1e9 + 0.5);
+      const fabric::RedParams red = pc.red.resolve(pc.rate_bps);
+      if (e.ok() && red.kmin_bytes > red.kmax_bytes) e.fail("", "kmin_bytes must not exceed kmax_bytes");
       if (!e.ok()) return -EINVAL;
     }
     if (p.ok() && p.has("faults")) {
@@ -509,7 +521,7 @@ nlohmann::json effective_json(const AppConfig& cfg) {
   json ports = json::array();
   for (size_t i = 0; i < sw.ports.size(); ++i) {
     const fabric::PortConfig& p = sw.ports[i];
-    const cc::RedParams red = p.red.kmax_bytes == 0 ? cc::red_defaults(p.rate_bps) : p.red;
+    const fabric::RedParams red = p.red.resolve(p.rate_bps);  // bytes at the port
     ports.push_back({{"name", i < cfg.port_names.size() ? cfg.port_names[i] : std::to_string(i)},
                      {"rate_gbps", static_cast<double>(p.rate_bps) / 1e9},
                      {"shaped", p.shaped},

@@ -79,6 +79,7 @@ HpccArtifact(const std::string& cc, uint64_t hostBps)
         {"ns3::TitaSwitchNode::Ecn", "true"},
         {"ns3::TitaSwitchNode::RedKmin", "400000"},
         {"ns3::TitaSwitchNode::RedKmax", "1600000"},
+        {"ns3::TitaSwitchNode::RedBaseRate", "100Gbps"},
         {"ns3::TitaSwitchNode::RedPmax", "0.2"},
         // The standalone FCT: size + packets x 48 header bytes, over the pair's RTT.
         {"ns3::TitaFlowManager::IdealOverheadBytes", "48"},

@@ -113,7 +113,7 @@ TitaNetDevice::WireTime(uint32_t bytes) const
 bool
 TitaNetDevice::IsPaused(uint8_t priority) const
 {
-    return m_pausedUntil[priority] > TitaSimulatorImpl::NowTime();
+    return m_pause.paused(priority, TitaSimulatorImpl::NowTime().GetTimeStep());
 }
 
 bool
@@ -224,33 +224,28 @@ TitaNetDevice::HandlePfc(const TitaPacket& p)
         NS_LOG_WARN("MAC control frame that is not PFC ignored");
         return;
     }
-    const uint8_t enable = info.class_enable;
-    const uint16_t* quanta = info.quanta;
-    const Time now = Simulator::Now();
-    for (uint8_t prio = 0; prio < kPriorities; ++prio)
-    {
-        if (!(enable >> prio & 1))
-        {
-            continue;
-        }
-        m_pfcRxTrace(prio, quanta[prio]);
-        m_resumeEvent[prio].Cancel();
-        if (quanta[prio] == 0)
-        {
-            NS_LOG_LOGIC("XON priority " << +prio);
-            m_pausedUntil[prio] = now;
-            Resume(prio);
-            continue;
-        }
-        ++m_pfcPausesRx;
-        // One quantum is 512 bit times at this port's speed (the switches' rule:
-        // in picoseconds, 0xffff quanta overflowed 64 bits and a NIC resumed after
-        // 151 us instead of 336 us at 100G, before the switch's refresh).
-        const Time pause = NanoSeconds(::tita::fabric::pfc_quanta_ns(quanta[prio], m_bitRate));
-        m_pausedUntil[prio] = now + pause;
-        NS_LOG_LOGIC("XOFF priority " << +prio << " until " << m_pausedUntil[prio]);
-        m_resumeEvent[prio] = Simulator::Schedule(pause, &TitaNetDevice::Resume, this, prio);
-    }
+    // One quantum is 512 bit times at this port's speed (the switches' rule:
+    // in picoseconds, 0xffff quanta overflowed 64 bits and a NIC resumed after
+    // 151 us instead of 336 us at 100G, before the switch's refresh).
+    m_pause.apply(info,
+                  Simulator::Now().GetTimeStep(),
+                  m_bitRate,
+                  NanoSeconds(1).GetTimeStep(),
+                  [&](uint8_t prio, bool pause, uint64_t ticks) {
+                      m_pfcRxTrace(prio, info.quanta[prio]);
+                      m_resumeEvent[prio].Cancel();
+                      if (!pause)
+                      {
+                          NS_LOG_LOGIC("XON priority " << +prio);
+                          Resume(prio);
+                          return;
+                      }
+                      ++m_pfcPausesRx;
+                      NS_LOG_LOGIC("XOFF priority " << +prio << " until "
+                                                    << TimeStep(m_pause.paused_until(prio)));
+                      m_resumeEvent[prio] =
+                          Simulator::Schedule(TimeStep(ticks), &TitaNetDevice::Resume, this, prio);
+                  });
 }
 
 void

@@ -16,6 +16,7 @@
 #include "ns3/node.h"
 #include "ns3/nstime.h"
 #include "ns3/traced-callback.h"
+#include "tita/fabric/pfc.h"
 
 namespace ns3
 {
@@ -171,7 +172,7 @@ class TitaNetDevice : public NetDevice
     uint64_t m_bitRate = 0;                  // m_bps, b/s
     mutable uint32_t m_wireTimeBytes = UINT32_MAX; // the last WireTime() asked (frames repeat sizes)
     mutable Time m_wireTime;
-    std::array<Time, kPriorities> m_pausedUntil{};
+    ::tita::fabric::PauseState m_pause; // PFC from the link, in simulator time steps
     std::array<EventId, kPriorities> m_resumeEvent;
     TracedCallback<> m_linkChangeCallbacks;
 };

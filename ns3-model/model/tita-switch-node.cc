@@ -171,21 +171,29 @@ TitaSwitchNode::GetTypeId()
                           MakeBooleanAccessor(&TitaSwitchNode::m_ecn),
                           MakeBooleanChecker())
             .AddAttribute("RedKmin",
-                          "RED Kmin (bytes) at 100 Gb/s, scaled linearly with each port's "
-                          "rate; 0: cc::red_defaults (HPCC artifact: 400 KB at 100 Gb/s)",
+                          "RED Kmin: bytes of an egress queue at the port (scaled when "
+                          "RedBaseRate is set); 0: the default, 400 KB per 100 Gb/s of port "
+                          "rate (the HPCC artifact's)",
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_redKminBytes),
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("RedKmax",
-                          "RED Kmax (bytes) at 100 Gb/s, scaled as RedKmin; 0: cc::red_defaults",
+                          "RED Kmax: bytes as RedKmin; 0: the default, 1600 KB per 100 Gb/s",
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_redKmaxBytes),
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("RedPmax",
-                          "RED marking probability at Kmax (0: cc::red_defaults, 0.2)",
+                          "RED marking probability at Kmax; 0: the default, 0.2",
                           DoubleValue(0.0),
                           MakeDoubleAccessor(&TitaSwitchNode::m_redPmax),
                           MakeDoubleChecker<double>(0.0, 1.0))
+            .AddAttribute("RedBaseRate",
+                          "0: RedKmin and RedKmax are bytes at each port. Otherwise they are "
+                          "bytes at this rate, scaled by each port's rate / RedBaseRate "
+                          "(the HPCC artifact's KMIN_MAP: 100Gbps)",
+                          DataRateValue(DataRate(0)),
+                          MakeDataRateAccessor(&TitaSwitchNode::m_redBaseRate),
+                          MakeDataRateChecker())
             .AddAttribute("Int",
                           "Append an INT hop record to COLLECT telemetry trailers at dequeue",
                           BooleanValue(true),
@@ -287,14 +295,20 @@ TitaSwitchNode::Setup()
         pc.shaped = false; // the device serialises at its line rate
         pc.overhead_bytes = TitaFrame::kWireOverheadBytes;
         pc.ecn = m_ecn;
-        if (m_redKminBytes > 0 || m_redKmaxBytes > 0 || m_redPmax > 0)
+        // 0: unset (the default at the port's rate, lib/fabric's red.h).
+        if (m_redKminBytes > 0)
         {
-            const ::tita::cc::RedParams d = ::tita::cc::red_defaults(pc.rate_bps);
-            const double scale = static_cast<double>(pc.rate_bps) / 100e9;
-            pc.red.kmin_bytes = m_redKminBytes ? static_cast<uint64_t>(m_redKminBytes * scale) : d.kmin_bytes;
-            pc.red.kmax_bytes = m_redKmaxBytes ? static_cast<uint64_t>(m_redKmaxBytes * scale) : d.kmax_bytes;
-            pc.red.pmax = m_redPmax > 0 ? m_redPmax : d.pmax;
+            pc.red.kmin_bytes = m_redKminBytes;
         }
+        if (m_redKmaxBytes > 0)
+        {
+            pc.red.kmax_bytes = m_redKmaxBytes;
+        }
+        if (m_redPmax > 0)
+        {
+            pc.red.pmax = m_redPmax;
+        }
+        pc.red.base_rate_bps = m_redBaseRate.GetBitRate();
         dev->GetMacAddress().CopyTo(pc.mac);
         cfg.ports.push_back(pc);
         if (m_headroomBytes == 0)

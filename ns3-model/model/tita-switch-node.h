@@ -134,6 +134,7 @@ class TitaSwitchNode : public Node
     uint64_t m_redKminBytes;
     uint64_t m_redKmaxBytes;
     double m_redPmax;
+    DataRate m_redBaseRate;
     bool m_int;
     bool m_decrementTtl;
     uint32_t m_ecmpSeed;

@@ -23,6 +23,7 @@
 #include "ns3/uinteger.h"
 #include "tita/cc/cc.h"
 #include "tita/engine/settings.h"
+#include "tita/fabric/red.h"
 #include "tita/wire/frame.h"
 
 #include "../../tests/cc/golden_trace.h"
@@ -228,7 +229,7 @@ class TitaPfcNoLossTestCase : public TestCase
  * Two senders at a fixed 55 Gb/s each ("none" with rate_bps) into one 100 Gb/s
  * port: the queue grows slowly through Kmin..Kmax. Each data packet reaching the
  * receiver carries the queue it left behind in its INT record; the fraction
- * CE-marked per queue band must follow Kmin/Kmax/Pmax (cc::red_mark_probability).
+ * CE-marked per queue band must follow Kmin/Kmax/Pmax (fabric::red_mark_probability).
  * The INT record must name the port's rate, the dequeue time, the bytes the port
  * has sent and that queue length.
  */
@@ -320,7 +321,7 @@ class TitaEcnIntTestCase : public TestCase
                 {
                     ++n;
                     marked += s.ce;
-                    expect += ccl::red_mark_probability(s.qlen, {kmin, kmax, pmax});
+                    expect += ::tita::fabric::red_mark_probability(s.qlen, {kmin, kmax, pmax});
                 }
             }
             if (n == 0)

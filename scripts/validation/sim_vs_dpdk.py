@@ -44,15 +44,14 @@ def run_sim(sim, out, cc, senders, data_dir, seconds):
     os.makedirs(out, exist_ok=True)
     topo = os.path.join(out, f"star{senders}.topo")
     sim_topology(topo, senders)
-    scale = 100e9 / (incast.BOTTLENECK_GBPS * 1e9)  # tita-sim's RED thresholds are given at 100 Gb/s
     params = ",".join(incast.CC_PARAMS.get(cc, []))
     cmd = [sim, f"--topo={topo}", f"--workload=incast:senders={senders},receiver={senders},bytes=2000000000,"
            "jitter=0,at=0", f"--cc={cc}", f"--stop={seconds}s", "--progress=0", "--series=1ms",
            "--qlen-interval=0s", f"--out={out}",
            "--ns3::RdmaNicNetDevice::PathMtu=1024", "--ns3::RdmaNicNetDevice::AckReqEvery=1",
            "--ns3::TitaSwitchNode::BufferSize=4000000", "--ns3::TitaSwitchNode::Ecn=true",
-           f"--ns3::TitaSwitchNode::RedKmin={int(incast.KMIN_BYTES * scale)}",
-           f"--ns3::TitaSwitchNode::RedKmax={int(incast.KMAX_BYTES * scale)}",
+           f"--ns3::TitaSwitchNode::RedKmin={incast.KMIN_BYTES}",
+           f"--ns3::TitaSwitchNode::RedKmax={incast.KMAX_BYTES}",
            "--ns3::TitaSwitchNode::RedPmax=0.2", "--ns3::TitaSwitchNode::Int=true"]
     if params:
         cmd.append(f"--cc-params={params}")

@@ -4,7 +4,7 @@
 //   sender i --(NIC, nic_rate)--prop/4--> [switch queue, link_rate] --prop/4--> receiver
 //   receiver --prop/2--> sender i        (ACKs and CNPs: not queued)
 //
-// The switch marks ECN at dequeue with red_mark_probability() on the queue left
+// The switch marks ECN at dequeue with lib/fabric's RED (red.h) on the queue left
 // behind (as the HPCC artifact does) using a seeded RNG, and pushes an INT record
 // (ts, tx_bytes, qlen after dequeue, link rate) at dequeue. An optional access
 // hop (the sender's uplink: never queued) precedes it. The receiver ACKs every
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tita/cc/cc.h"
+#include "tita/fabric/red.h"
 
 namespace tita::cc::harness {
 
@@ -48,8 +49,7 @@ struct Config {
   uint64_t prop_rtt_ns = 8'000;     // propagation, round trip
   uint32_t mtu_bytes = 1000;
   IntMode int_mode = IntMode::kBottleneck;
-  bool red_from_link = true;        // red = red_defaults(link_rate_bps)
-  RedParams red;
+  fabric::RedConfig red;            // unset fields: red_defaults(link_rate_bps)
   NpParams np;
   uint32_t ack_every = 1;
   uint64_t seed = 1;
@@ -97,7 +97,7 @@ class Simulator {
     fwd2_ps_ = c.prop_rtt_ns * 1000 / 4;
     back_ps_ = c.prop_rtt_ns * 1000 - fwd1_ps_ - fwd2_ps_;
     base_rtt_ns_ = (c.prop_rtt_ns * 1000 + link_ser_ps_ + nic_ser_ps_ + 999) / 1000;
-    red_ = c.red_from_link ? red_defaults(c.link_rate_bps) : c.red;
+    red_ = c.red.resolve(c.link_rate_bps);
 
     FlowConfig link{c.nic_rate_bps, base_rtt_ns_, c.mtu_bytes};
     std::string err;
@@ -306,7 +306,7 @@ class Simulator {
                             static_cast<uint32_t>(link_tx_bytes_),
                             static_cast<uint32_t>(qlen_bytes_)};
     }
-    const double pmark = red_mark_probability(qlen_bytes_, red_);
+    const double pmark = fabric::red_mark_probability(qlen_bytes_, red_);
     if (pmark > 0 && static_cast<double>(rng_() >> 11) * 0x1.0p-53 < pmark) p.ce = true;
     link_busy_ = true;
     const uint64_t from = c_.measure_from_ns * 1000;
@@ -378,7 +378,7 @@ class Simulator {
   Config c_;
   std::mt19937_64 rng_;
   Params params_;
-  RedParams red_;
+  fabric::RedParams red_;
   uint64_t link_ser_ps_ = 0, nic_ser_ps_ = 0, fwd1_ps_ = 0, fwd2_ps_ = 0, back_ps_ = 0;
   uint64_t base_rtt_ns_ = 0;
   uint64_t now_ps_ = 0;

@@ -25,7 +25,6 @@ inline Config base_config(const std::string& algorithm) {
     // NSCC is specified with ECN marking near its delay target; the HPCC
     // artifact's thresholds (Kmin 3.2 BDP at 100G) never mark before its fair
     // increase fills maxwnd. Kmin 0.2 BDP, Kmax 0.8 BDP.
-    c.red_from_link = false;
     c.red = {25'000, 100'000, 0.2};
   }
   return c;

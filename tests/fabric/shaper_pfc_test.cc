@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <vector>
 
 #include "tita/fabric/pfc.h"
 #include "tita/fabric/shaper.h"
@@ -105,6 +107,42 @@ TEST(Pfc, QuantaAreFiveHundredTwelveBitTimes) {
   EXPECT_EQ(pfc_quanta_ns(0xffff, 100'000'000'000), 335'540u);  // 65535 * 512 / 100e9 = 335.5392 us
   EXPECT_EQ(pfc_quanta_ns(1, 10'000'000'000), 52u);             // 51.2 ns, rounded up
   EXPECT_EQ(pfc_quanta_ns(0, 10'000'000'000), 0u);
+}
+
+// The pause state every PFC-honouring port keeps (NICs and switch ports).
+TEST(PauseState, PausesForTheQuantaResumesOnZeroAndForgetsExpiredPauses) {
+  PauseState st;
+  EXPECT_FALSE(st.any_paused(0));
+  PfcInfo info;
+  info.class_enable = 1u << 3 | 1u << 5;
+  info.quanta[3] = 0xffff;
+  info.quanta[5] = 0;
+  std::vector<std::tuple<int, bool, uint64_t>> seen;
+  // 0xffff quanta at 100 Gb/s: 335,540 ns (rounded up); in picosecond ticks x 1000.
+  st.apply(info, 1'000, 100'000'000'000, 1'000, [&](uint8_t p, bool pause, uint64_t ticks) {
+    seen.emplace_back(p, pause, ticks);
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::make_tuple(3, true, uint64_t{335'540'000}));
+  EXPECT_EQ(seen[1], std::make_tuple(5, false, uint64_t{0}));
+  EXPECT_TRUE(st.paused(3, 1'000));
+  EXPECT_TRUE(st.paused(3, 335'540'999));
+  EXPECT_FALSE(st.paused(3, 335'541'000));
+  EXPECT_FALSE(st.paused(5, 1'000));
+  EXPECT_EQ(st.paused_until(3), 335'541'000u);
+  EXPECT_EQ(st.unpaused(0xff, 2'000), 0xff & ~(1u << 3));
+  EXPECT_EQ(st.unpaused(1u << 4, 2'000), 1u << 4);
+  EXPECT_TRUE(st.any_paused(335'540'999));
+  EXPECT_FALSE(st.any_paused(335'541'000));  // expired: forgotten
+  EXPECT_EQ(st.unpaused(0xff, 0), 0xff);     // ...even for an earlier time
+  // XOFF then XON: resumed at once.
+  info.class_enable = 1u << 3;
+  st.apply(info, 10, 25'000'000'000, 1, [](uint8_t, bool, uint64_t) {});
+  EXPECT_TRUE(st.paused(3, 11));
+  info.quanta[3] = 0;
+  st.apply(info, 20, 25'000'000'000, 1, [](uint8_t, bool, uint64_t) {});
+  EXPECT_FALSE(st.paused(3, 21));
+  EXPECT_FALSE(st.any_paused(21));
 }
 
 }  // namespace

@@ -479,6 +479,21 @@ def case_config():
     p = subprocess.run([SWITCH, "--port", "a", "--port", "b", "--route", "default=1", "--set", "ports.1.rate_gbps=10",
                         "--check"], capture_output=True, text=True)
     check(p.returncode == 0 and "2 ports, 1 routes" in p.stdout, f"flags-only configuration: {p.stdout}{p.stderr}")
+    # RED thresholds are bytes at the port; unset ones the default at its rate;
+    # base_rate_gbps scales them (the HPCC artifact's per-100G settings).
+    def red(*sets):
+        args = [SWITCH, "--port", "a", "--port", "b", "--route", "default=1", "--set", "ports.1.rate_gbps=25"]
+        for kv in sets:
+            args += ["--set", "ports.1.ecn." + kv]
+        p = subprocess.run(args + ["--check", "--json"], capture_output=True, text=True)
+        if not check(p.returncode == 0, f"RED {sets}: {p.stderr.strip()}"):
+            return None
+        e = json.loads(p.stdout)["ports"][1]["ecn"]
+        return e["kmin_bytes"], e["kmax_bytes"], e["pmax"]
+    check(red() == (100000, 400000, 0.2), f"RED defaults at 25 Gb/s: {red()}")
+    check(red("kmin_bytes=40000") == (40000, 400000, 0.2), f"Kmin at the port: {red('kmin_bytes=40000')}")
+    scaled = red("kmin_bytes=40000", "kmax_bytes=160000", "base_rate_gbps=100")
+    check(scaled == (10000, 40000, 0.2), f"Kmin/Kmax per 100 Gb/s at a 25 Gb/s port: {scaled}")
 
 
 def case_signal():

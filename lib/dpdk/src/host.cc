@@ -189,23 +189,11 @@ bool EngineHost::on_pfc(uint64_t now_ns, const rte_mbuf* m) {
   if (options_.honour_pfc && fabric::parse_pfc_frame(p, m->data_len, &info)) {
     const uint64_t link = uint64_t{port_.link_speed_mbps()} * 1'000'000;
     const uint64_t rate = link != 0 ? link : engine_->config().line_rate_bps;
-    for (int prio = 0; prio < 8; ++prio) {
-      if (!(info.class_enable >> prio & 1)) continue;
-      if (info.quanta[prio] == 0) {
-        paused_until_[prio] = 0;
-        ++counters_.rx_pfc_resumes;
-      } else {
-        paused_until_[prio] = now_ns + fabric::pfc_quanta_ns(info.quanta[prio], rate);
-        ++counters_.rx_pfc_pauses;
-      }
-    }
-    any_paused_ = still_paused(now_ns);
+    pause_.apply(info, now_ns, rate, 1, [&](uint8_t, bool pause, uint64_t) {
+      ++(pause ? counters_.rx_pfc_pauses : counters_.rx_pfc_resumes);
+    });
   }
   return true;  // MAC control frames are the link's, never the engine's
-}
-
-bool EngineHost::still_paused(uint64_t now_ns) const {
-  return std::any_of(std::begin(paused_until_), std::end(paused_until_), [&](uint64_t t) { return t > now_ns; });
 }
 
 bool EngineHost::paused(const rte_mbuf* m) const {
@@ -216,7 +204,7 @@ bool EngineHost::paused(const rte_mbuf* m) const {
   f.frame_bytes = m->pkt_len;
   fabric::Classified c;
   fabric::classify(f, kNicDefault, false, &c);
-  return c.kind == fabric::FrameKind::kIp && paused_until_[c.priority] > now_ns_;
+  return c.kind == fabric::FrameKind::kIp && pause_.paused(c.priority, now_ns_);
 }
 
 uint32_t EngineHost::pending_send(uint32_t n) {
@@ -235,8 +223,7 @@ uint32_t EngineHost::pending_send(uint32_t n) {
 
 void EngineHost::flush() {
   if (pending_count() == 0) return;
-  if (any_paused_) any_paused_ = still_paused(now_ns_);
-  if (any_paused_) [[unlikely]] {
+  if (pause_.any_paused(now_ns_)) [[unlikely]] {
     // Frames of a paused priority wait, in order; the others go now. (Both
     // lists keep their capacity: nothing is allocated once they have grown.)
     pfc_go_.clear();

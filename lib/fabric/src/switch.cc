@@ -31,7 +31,8 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
       *err = port_name(i) + ": rate must be > 0";
       return -EINVAL;
     }
-    if (p.red.kmin_bytes > p.red.kmax_bytes || p.red.pmax < 0 || p.red.pmax > 1) {
+    const RedParams red = p.red.resolve(p.rate_bps);
+    if (red.kmin_bytes > red.kmax_bytes || red.pmax < 0 || red.pmax > 1) {
       *err = port_name(i) + ": ECN needs kmin <= kmax and 0 <= pmax <= 1";
       return -EINVAL;
     }
@@ -78,8 +79,7 @@ int SwitchCore::init(const SwitchConfig& cfg, std::string* err) {
     ps.shaper.init(p.shaped ? p.rate_bps : 0, p.burst_bytes, p.overhead_bytes);
     ps.rate_mbps = static_cast<uint32_t>(std::min<uint64_t>(p.rate_bps / 1'000'000, UINT32_MAX));
     ps.pause_ns = pfc_quanta_ns(cfg_.pfc_quanta, p.rate_bps);
-    const bool red_unset = p.red.kmin_bytes == 0 && p.red.kmax_bytes == 0 && p.red.pmax == 0;
-    ps.red = red_unset ? cc::red_defaults(p.rate_bps) : p.red;
+    ps.red = p.red.resolve(p.rate_bps);
     mmu_.set_port_limit(i, p.buffer_bytes);
   }
   static_assert(sizeof(Desc) <= 32, "a descriptor per buffered packet: keep it small");
@@ -262,19 +262,10 @@ void SwitchCore::on_pfc(uint16_t port, const FrameRef& f, uint64_t now_ns) {
   PortCounters& pc = counters_[port];
   PortState& ps = ports_[port];
   ++pc.pfc_frames_received;
-  for (uint8_t p = 0; p < kPriorities; ++p) {
-    if (!((info.class_enable >> p) & 1)) continue;
-    const bool pause = info.quanta[p] != 0;
-    if (pause) {
-      ps.pause_until_ns[p] = now_ns + pfc_quanta_ns(info.quanta[p], cfg_.ports[port].rate_bps);
-      ps.paused = static_cast<uint8_t>(ps.paused | 1u << p);
-      ++pc.pfc_pause_received[p];
-    } else {
-      ps.pause_until_ns[p] = 0;
-      ++pc.pfc_resume_received[p];
-    }
+  ps.pause.apply(info, now_ns, cfg_.ports[port].rate_bps, 1, [&](uint8_t p, bool pause, uint64_t) {
+    ++(pause ? pc.pfc_pause_received[p] : pc.pfc_resume_received[p]);
     if (hooks_.pfc != nullptr) hooks_.pfc(hooks_.ctx, port, p, pause, false, now_ns);
-  }
+  });
 }
 
 void SwitchCore::request_pfc(uint16_t in_port, uint8_t prio) {
@@ -344,14 +335,7 @@ int SwitchCore::pick(uint16_t port, uint64_t now_ns) {
   PortState& ps = ports_[port];
   uint8_t ready = ps.nonempty;
   if (ready == 0) return -1;
-  for (unsigned check = ready & ps.paused; check != 0; check &= check - 1) {
-    const unsigned p = static_cast<unsigned>(__builtin_ctz(check));
-    if (ps.pause_until_ns[p] > now_ns) {
-      ready = static_cast<uint8_t>(ready & ~(1u << p));
-    } else {
-      ps.paused = static_cast<uint8_t>(ps.paused & ~(1u << p));  // expired or resumed
-    }
-  }
+  ready = ps.pause.unpaused(ready, now_ns);
   if (ready == 0) return -1;
   if (cfg_.ports[port].strict_priority) return 31 - __builtin_clz(ready);
   for (int i = 0; i < kPriorities; ++i) {
@@ -409,7 +393,7 @@ uint64_t SwitchCore::depart(uint16_t port, uint8_t prio, Desc& x, uint64_t now_n
   if (cfg_.decrement_ttl) flags |= EgressEdit::kDecTtl;
   if ((x.flags & kDescEct) && cfg.ecn) {
     // RED on the queue this packet leaves behind, as the HPCC simulator marks.
-    const double p = cc::red_mark_probability(qc.qlen_bytes, ps.red);
+    const double p = red_mark_probability(qc.qlen_bytes, ps.red);
     if (p >= 1.0 || (p > 0 && rng_.uniform() < p)) {
       flags |= EgressEdit::kMarkCe;
       ++pc.ecn_marked;
@@ -512,8 +496,8 @@ uint64_t SwitchCore::next_event_ns(uint16_t port, uint64_t now_ns) const {
     bool ready = false;
     for (uint8_t p = 0; p < kPriorities; ++p) {
       if (!((ps.nonempty >> p) & 1)) continue;
-      if (ps.pause_until_ns[p] > now_ns) {
-        unpause = std::min(unpause, ps.pause_until_ns[p]);
+      if (ps.pause.paused(p, now_ns)) {
+        unpause = std::min(unpause, ps.pause.paused_until(p));
       } else {
         ready = true;
       }

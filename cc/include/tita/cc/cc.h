@@ -19,8 +19,8 @@
 // internal deadlines that have passed, so after any hook next_timer_ns() is
 // kNoTimer or in the future.
 //
-// The receiver (notification point) side: np_on_data() decides when a CE-marked
-// data packet triggers a CNP. INT: the receiver copies the INT stack of the data
+// The receiver (notification point) side: np_on_data() (notification_point.h)
+// decides when a CE-marked data packet triggers a CNP. INT: the receiver copies the INT stack of the data
 // packet that triggered an ACK into that ACK (every ACK, as in HPCC); the sender
 // fills AckSample::hops from it.
 //
@@ -43,6 +43,7 @@
 #include "tita/cc/algo/swift.h"
 #include "tita/cc/algo/timely.h"
 #include "tita/cc/algo/tita.h"
+#include "tita/cc/notification_point.h"
 #include "tita/cc/param.h"
 #include "tita/cc/plugin.h"
 #include "tita/cc/types.h"
@@ -159,42 +160,5 @@ class Flow {
 inline constexpr size_t kMaxFlowBytes = 256;
 static_assert(sizeof(Flow) <= kMaxFlowBytes, "per-QP congestion state must stay small");
 static_assert(std::is_trivially_copyable_v<Flow>);
-
-// Receiver side (notification point): how CE marks on data reach the sender.
-//   CNPs (ack_echo 0, hardware NPs): a CNP for a CE-marked packet, at most one
-//     per QP per cnp_interval_ns (0: one for every marked packet).
-//   ACK echo (ack_echo 1, the HPCC simulator's notification): no CNP; the ACK
-//     of each packet echoes its mark (the telemetry trailer's CE count, so
-//     both ends must run tita), and the sender takes an ACK echoing any mark
-//     as one CNP (np_ack_is_cnp). Needs an ACK per packet (AckReq on each).
-// Both ends of a connection must use the same mode.
-struct NpParams {
-  uint64_t cnp_interval_ns = 50'000;  // at most one CNP per QP per interval
-  uint64_t ack_echo = 0;              // 1: CE marks echoed in ACKs instead of CNPs
-
-  // "cnp_interval_ns=...", "ack_echo=0|1"; errors as Params::set.
-  int set(std::string_view assignment, std::string* err);
-  static std::span<const ParamInfo> describe();
-};
-struct NpState {
-  uint64_t last_cnp_ns = 0;
-  bool sent_any = false;
-};
-// true = send a CNP now.
-bool np_on_data(const NpParams& p, NpState& st, uint64_t now_ns, bool ce_marked);
-// Sender side of the ACK echo: whether this ACK counts as a CNP.
-constexpr bool np_ack_is_cnp(const NpParams& p, const AckSample& s) { return p.ack_echo != 0 && s.ce_packets > 0; }
-
-// RED/ECN marking at a switch egress queue (used by the DPDK software switch and
-// the ns-3 switch): 0 up to Kmin, linear to Pmax at Kmax, 1 above Kmax.
-struct RedParams {
-  uint64_t kmin_bytes = 0;
-  uint64_t kmax_bytes = 0;
-  double pmax = 0;
-};
-double red_mark_probability(uint64_t qlen_bytes, const RedParams& p);
-// The HPCC artifact's settings: Kmin/Kmax 100/400 KB at 25 Gb/s (400/1600 KB at
-// 100 Gb/s), linear in link rate, Pmax 0.2. KB = 1000 bytes.
-RedParams red_defaults(uint64_t link_rate_bps);
 
 }  // namespace tita::cc

@@ -23,6 +23,7 @@
 
 #include "tita/dpdk/port.h"
 #include "tita/engine/engine.h"
+#include "tita/fabric/pfc.h"
 
 struct rte_mbuf_ext_shared_info;
 struct rte_ring;
@@ -138,7 +139,6 @@ class EngineHost final : public engine::PacketIo {
   void share_with_others(rte_mbuf* m);  // an ARP frame: a reference to every other engine's inbox
   bool on_pfc(uint64_t now_ns, const rte_mbuf* m);  // true: m was a PFC frame (consumed)
   bool paused(const rte_mbuf* m) const;
-  bool still_paused(uint64_t now_ns) const;  // any priority paused beyond now
 
   Port& port_;
   uint16_t queue_;
@@ -156,8 +156,7 @@ class EngineHost final : public engine::PacketIo {
   uint64_t now_ns_ = 0;             // the current poll's time
   uint64_t due_in_ns_ = UINT64_MAX; // at the last poll's end: how long until due_ns_
   uint64_t last_poll_tsc_ = 0;      // and when that was, in TSC cycles
-  uint64_t paused_until_[8] = {};   // PFC: per priority
-  bool any_paused_ = false;
+  fabric::PauseState pause_;        // PFC from the link (ns)
   std::vector<rte_mbuf*> pfc_go_, pfc_wait_;  // flush()'s partition while paused
 };
 

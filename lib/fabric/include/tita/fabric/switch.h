@@ -34,12 +34,12 @@
 #include <utility>
 #include <vector>
 
-#include "tita/cc/cc.h"
 #include "tita/fabric/classify.h"
 #include "tita/fabric/ecmp.h"
 #include "tita/fabric/edit.h"
 #include "tita/fabric/mmu.h"
 #include "tita/fabric/pfc.h"
+#include "tita/fabric/red.h"
 #include "tita/fabric/rng.h"
 #include "tita/fabric/route.h"
 #include "tita/fabric/shaper.h"
@@ -73,7 +73,7 @@ struct PortConfig {
   uint32_t overhead_bytes = 0;          // per-frame wire overhead the shaper adds (24: preamble, IFG, FCS)
   uint64_t buffer_bytes = 0;            // egress limit for lossy priorities; 0 = none
   bool ecn = true;
-  cc::RedParams red{};                  // all zero: cc::red_defaults(rate_bps)
+  RedConfig red;                        // unset fields: red_defaults(rate_bps) (red.h)
   bool strict_priority = true;          // false: round robin over priorities
   uint8_t mac[6] = {};                  // source of PFC frames and rewritten frames
   bool rewrite_mac = false;             // source = mac, destination = next_hop_mac
@@ -248,7 +248,7 @@ class SwitchCore {
   double avg_qlen_bytes(uint16_t port, uint64_t now_ns) const;
   double avg_queue_bytes(uint16_t port, uint8_t prio, uint64_t now_ns) const;
   bool egress_paused(uint16_t port, uint8_t prio, uint64_t now_ns) const {
-    return ports_[port].pause_until_ns[prio] > now_ns;
+    return ports_[port].pause.paused(prio, now_ns);
   }
   const Mmu& mmu() const { return mmu_; }
   const RouteTable& routes() const { return routes_; }
@@ -289,15 +289,14 @@ class SwitchCore {
     Fifo queue[kPriorities];
     Fifo delay;
     uint8_t nonempty = 0;  // bit p: queue p holds packets
-    uint8_t paused = 0;    // bit p: pause_until_ns[p] may lie ahead (cleared lazily)
     uint8_t rr_next = 0;
     uint8_t pfc_changed = 0;  // priorities to put in the next PFC frame
     bool pfc_queued = false;  // in pfc_pending_
     uint64_t pfc_refresh_ns = kNever;
-    uint64_t pause_until_ns[kPriorities] = {};  // egress paused by the peer
+    PauseState pause;  // egress paused by the peer (ns)
     uint32_t rate_mbps = 0;
     uint64_t pause_ns = 0;  // what pfc_quanta pauses at this rate
-    cc::RedParams red;
+    RedParams red;  // the port's RedConfig, resolved
   };
 
   RxResult drop(uint16_t port, uint8_t prio, DropReason why, uint32_t bytes, uint64_t now_ns);
