@@ -144,7 +144,7 @@ TEST_P(DpdkRing, EveryVerbIntact) {
 // is counted, none vanishes, and loss recovery still delivers every byte.
 TEST(DpdkRingStarved, FramesTheHostCannotSendAreCountedAndRecovered) {
   uint64_t bytes;
-  const auto msgs = verb_workload(4096, 60, 11, &bytes, 262144);
+  const auto msgs = verb_workload(4096, 240, 11, &bytes, 262144);
   dpdk::PortConfig small, normal;
   small.mbufs = 511;
   normal.mbufs = 4095;
