@@ -172,7 +172,7 @@ TitaScenario::ApplyPresetAndCc(std::string* err)
         }
         if (!preset.ccParams.empty())
         {
-            m_cfg.ccParams = preset.ccParams + (m_cfg.ccParams.empty() ? "" : "," + m_cfg.ccParams, "NAME=VALUE[,...]");
+            m_cfg.ccParams = preset.ccParams + (m_cfg.ccParams.empty() ? "" : "," + m_cfg.ccParams);
         }
     }
     std::vector<std::string> params;
