@@ -150,7 +150,14 @@ def run(build, work, seconds, spray, link_gbps=None):
         doc = subprocess.Popen([sys.executable, doctor, "diagnose", "--window", "2", "--json"]
                                + [w for p in ("s1", "s2", "tx", "rx") for w in ("--prefix", f"{tag}-{p}")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.5)
+        # The fault goes in once its first reading is taken (it says so on
+        # stderr): on a loaded machine its start alone can take a second.
+        doc_err = []
+        for line in doc.stderr:
+            doc_err.append(line)
+            if "first reading" in line:
+                break
+        time.sleep(0.2)
         # The link in use is the one that moved frames just now, and the QP's
         # path changes so far are not the fault's: on a starved machine a stall
         # can move the QP before the fault (dodge.cc, kStall), and only the
@@ -167,10 +174,12 @@ def run(build, work, seconds, spray, link_gbps=None):
         result["fault_reply"] = tel.query(f"/tita_switch/fault,{used},drop_all")
         print(f"black hole on S1 port {used} ({ports[used]['name']}) while the transfer runs; "
               f"frames sent on ports 1, 2 so far: {result['before']}", flush=True)
-        out, _ = doc.communicate(timeout=60)
+        out, err = doc.communicate(timeout=60)
+        err = "".join(doc_err) + err
         try:
             result["doctor"] = json.loads(out)["findings"]
         except ValueError:
+            print(f"info tita-doctor printed no findings (exit {doc.returncode}): {err.strip()[-400:]}", flush=True)
             result["doctor"] = []
         return finish(result, procs, client, server, s1, s2, work, seconds, series)
     finally:

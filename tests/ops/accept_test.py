@@ -52,12 +52,26 @@ def accept(work, name, extra, tool="tita-perf", socks=None, env=None):
         return r.returncode, {"findings": [], "results": {}, "error": r.stderr}
 
 
+STARVED = "poll loop ran late"
+
+
+def accepted_or_starved(rc, rep, what):
+    """A healthy pair is accepted, unless this machine took the client's core
+    away for part of the run (a shared VM: its vCPU descheduled for
+    milliseconds): then the one finding must say so, not blame the NIC."""
+    f = rep["findings"]
+    if rc == 1 and len(f) == 1 and STARVED in f[0]["what"] and f[0]["side"] == "host":
+        print(f"info {what}: this machine starved the client, and tita-doctor named it: {f[0]['what']}")
+        return True
+    return rc == 0 and not f
+
+
 def main():
     global build
     build, work = sys.argv[1:3]
     os.makedirs(work, exist_ok=True)
     rc, rep = accept(work, "healthy", [])
-    check(rc == 0 and not rep["findings"],
+    check(accepted_or_starved(rc, rep, "healthy"),
           f"a pair that reaches its 1 Gb/s link is accepted: exit {rc}, {rep['results']} {rep.get('error', '')}")
     rc, rep = accept(work, "capped", ["--nic-gbps", "0.5"])
     f = rep["findings"][0] if rep["findings"] else {}
@@ -67,7 +81,7 @@ def main():
         print("SKIP perftest cases: ib_write_bw is not installed (Debian package perftest)")
         finish()
     rc, rep = accept(work, "perftest-healthy", [], tool="perftest")
-    check(rc == 0 and not rep["findings"] and rep["results"].get("bandwidth_gbps", 0) > 0,
+    check(accepted_or_starved(rc, rep, "perftest healthy") and rep["results"].get("bandwidth_gbps", 0) > 0,
           f"perftest: a pair that reaches its link is accepted: exit {rc}, {rep['results']} {rep.get('error', '')}")
     rc, rep = accept(work, "perftest-capped", ["--nic-gbps", "0.5"], tool="perftest")
     f = rep["findings"][0] if rep["findings"] else {}
