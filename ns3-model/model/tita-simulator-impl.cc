@@ -542,6 +542,9 @@ TitaSimulatorImpl::NodeScope::~NodeScope()
     m_prev->m_currentContext = m_prevContext;
 }
 
+// Read only: gathering the next bucket here would move the cursor ahead of the
+// clock (to an RTO far away), and every event queued before it would then be
+// inserted one by one into the clock's bucket.
 uint64_t
 TitaSimulatorImpl::NextTs()
 {
@@ -549,11 +552,41 @@ TitaSimulatorImpl::NextTs()
     {
         return UINT64_MAX;
     }
-    if (m_curHead == m_cur.size() && !Advance())
+    if (m_curHead < m_cur.size())
     {
-        return UINT64_MAX;
+        return m_cur[m_curHead].ts;
     }
-    return m_cur[m_curHead].ts;
+    const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & m_mask);
+    for (uint32_t scanned = 0; scanned < m_buckets - 1;)
+    {
+        const uint32_t slot = (start + scanned) & m_mask;
+        const uint64_t bits = m_occupied[slot >> 6] >> (slot & 63);
+        if (bits != 0)
+        {
+            const uint32_t hit = scanned + static_cast<uint32_t>(__builtin_ctzll(bits));
+            if (hit >= m_buckets - 1)
+            {
+                break;
+            }
+            // That bucket's earliest event is the earliest of all: far events
+            // lie beyond the ring.
+            const uint32_t s = (start + hit) & m_mask;
+            const uint32_t n = m_count[s];
+            uint64_t ts = UINT64_MAX;
+            const Entry* in = &m_slab[std::size_t{s} * kSlots];
+            for (uint32_t i = 0; i < std::min(n, kSlots); ++i)
+            {
+                ts = std::min(ts, in[i].ts);
+            }
+            for (const Entry& e : m_spill[s])
+            {
+                ts = std::min(ts, e.ts);
+            }
+            return ts;
+        }
+        scanned += 64 - (slot & 63);
+    }
+    return m_far.empty() ? UINT64_MAX : m_far.front().ts;
 }
 
 uint64_t

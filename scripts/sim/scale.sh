@@ -10,7 +10,7 @@
 #
 #   scripts/sim/scale.sh [-b BUILD_DIR] [-o OUT_DIR] [-r RUNS] [-w WORKLOADS] [THREADS...]
 #     WORKLOADS: comma-separated of ft-small (a 2-pod fat-tree, web-search 50%,
-#     1 ms, HPCC), ft320 (fat_tree_320, web-search 30%, 10 ms, HPCC), ar2k (the
+#     1 ms, HPCC), ft320-1ms (fat_tree_320, web-search 30%, 1 ms, HPCC), ft320 (fat_tree_320, web-search 30%, 10 ms, HPCC), ar2k (the
 #     2K-GPU ring AllReduce of 1 MB); default ft-small. THREADS: default 1 2.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,9 +34,10 @@ mkdir -p "$out"
 args_of() {
   case $1 in
     ft-small) echo "--topo=fattree:pods=2,tors=2,aggs=2,hosts=4,cores=2 --workload=poisson:cdf=data/workloads/websearch.cdf,load=0.5 --cc=hpcc --duration=1ms --seed=1" ;;
+    ft320-1ms) echo "--topo=data/workloads/fat_tree_320.topo --workload=poisson:cdf=data/workloads/websearch.cdf,load=0.3 --cc=hpcc --duration=1ms --seed=1" ;;
     ft320) echo "--topo=data/workloads/fat_tree_320.topo --workload=poisson:cdf=data/workloads/websearch.cdf,load=0.3 --cc=hpcc --duration=10ms --seed=1" ;;
     ar2k) echo "--topo=multirail:blocks=8,servers=32,gpus=8,spines=32,nic_rate=400Gbps,fabric_rate=400Gbps --workload=allreduce:ranks=all,bytes=1M,order=rail --cc=hpcc --qlen-interval=0" ;;
-    *) echo "scale.sh: unknown workload '$1' (ft-small, ft320, ar2k)" >&2; exit 2 ;;
+    *) echo "scale.sh: unknown workload '$1' (ft-small, ft320-1ms, ft320, ar2k)" >&2; exit 2 ;;
   esac
 }
 
