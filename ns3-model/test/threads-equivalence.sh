@@ -49,3 +49,24 @@ run allreduce "$common steps.csv collectives.csv" --topo=multirail:blocks=2,serv
 if grep -q " 0 PFC pauses" "$work/websearch-dcqcn-1.log" && grep -q " 0 PFC pauses" "$work/websearch-hpcc-1.log"; then
   echo "note: no PFC pause in the web-search runs"
 fi
+
+# Mistakes are one line and status 2 before anything runs; a topology without
+# link delays cannot be cut and says so (one logical process), then runs.
+expect_usage() {  # TEXT ARGS...
+  text=$1
+  shift
+  rc=0
+  "$sim" "$@" > "$work/usage.out" 2> "$work/usage.err" || rc=$?
+  if [ "$rc" -ne 2 ] || [ "$(wc -l < "$work/usage.err")" -ne 1 ] || ! grep -q -- "$text" "$work/usage.err"; then
+    echo "FAIL usage $*: status $rc, $(cat "$work/usage.err")"
+    exit 1
+  fi
+}
+expect_usage "at most 256" --threads=300
+expect_usage "drop --SimulatorImplementationType" --threads=2 --SimulatorImplementationType=ns3::DefaultSimulatorImpl
+expect_usage "not with --threads" --threads=2 --pcap=0 --topo=star:n=3
+"$sim" --progress=0 --out="$work/zero" --threads=2 --topo=fattree:pods=2,tors=2,aggs=2,hosts=4,cores=2,delay=0 \
+  --workload=incast:senders=4,receiver=0,bytes=100000 --cc=hpcc > "$work/zero.log" 2>&1 || { cat "$work/zero.log"; exit 1; }
+grep -q "threads 2: 1 logical processes, 0 links cut; 11 links without delay .* share one logical process" "$work/zero.log" ||
+  { echo "FAIL zero delay: no fall-back line"; cat "$work/zero.log"; exit 1; }
+echo "ok usage errors and the zero-delay fall-back"
