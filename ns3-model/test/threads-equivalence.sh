@@ -1,6 +1,7 @@
 #!/bin/sh
 # tita-sim --threads=N writes the same results whatever N: the runs of a
-# fat-tree web-search workload (HPCC, DCQCN) and of a multi-rail AllReduce with
+# fat-tree web-search workload (HPCC, DCQCN, HPCC with a core link going down)
+# and of a multi-rail AllReduce with
 # NVLink, with 1, 2 and 3 threads, must give byte-identical outputs (every
 # flow's FCT, PFC events, queue histograms, link bytes, collective steps, the
 # metrics). --threads=1 is the sequential reference: the same logical
@@ -42,6 +43,10 @@ ws="$ws --duration=1ms --metrics=100us --ns3::TitaSwitchNode::BufferSize=1000000
 run websearch-hpcc "$common" $ws --cc=hpcc
 # shellcheck disable=SC2086
 run websearch-dcqcn "$common" $ws --cc=dcqcn
+# A core link going down mid-run (drops, a timeout, rerouting: global events
+# acting on switches between rounds).
+# shellcheck disable=SC2086
+run websearch-fault "$common" $ws --cc=hpcc --fault="down:link=core,at=200us,converge=50us"
 # A ring AllReduce over 16 GPUs on two rails and NVLink (messages, collective
 # steps decided in the serial phase).
 run allreduce "$common steps.csv collectives.csv" --topo=multirail:blocks=2,servers=2,gpus=4,spines=2,nvlink=1 \
