@@ -1,7 +1,7 @@
 #!/bin/sh
 # tita-sim --threads=N writes the same results whatever N: the runs of a
 # fat-tree web-search workload (HPCC, DCQCN, HPCC with a core link going down)
-# and of a multi-rail AllReduce with
+# and of a multi-rail AllReduce and All-to-All with PXN over
 # NVLink, with 1, 2 and 3 threads, must give byte-identical outputs (every
 # flow's FCT, PFC events, queue histograms, link bytes, collective steps, the
 # metrics). --threads=1 is the sequential reference: the same logical
@@ -51,6 +51,9 @@ run websearch-fault "$common" $ws --cc=hpcc --fault="down:link=core,at=200us,con
 # steps decided in the serial phase).
 run allreduce "$common steps.csv collectives.csv" --topo=multirail:blocks=2,servers=2,gpus=4,spines=2,nvlink=1 \
   --workload=allreduce:ranks=all,bytes=1M --cc=hpcc --metrics=20us
+# All-to-All with PXN (NVLink hand-over, then one message per remote GPU).
+run alltoall-pxn "$common steps.csv collectives.csv" --topo=multirail:blocks=2,servers=2,gpus=4,spines=2,nvlink=1 \
+  --workload=alltoall:ranks=all,bytes=256K,pxn=1 --cc=hpcc --metrics=5us
 if grep -q " 0 PFC pauses" "$work/websearch-dcqcn-1.log" && grep -q " 0 PFC pauses" "$work/websearch-hpcc-1.log"; then
   echo "note: no PFC pause in the web-search runs"
 fi
