@@ -8,6 +8,7 @@
 //   tita-sim --topo=data/workloads/fat_tree_320.topo
 //            --workload=poisson:cdf=data/workloads/websearch.cdf,load=0.3
 //            --cc=hpcc --duration=10ms --out=out/ws30-hpcc
+#include "tita-parallel-simulator-impl.h"
 #include "tita-presets.h"
 #include "tita-scenario.h"
 #include "tita-simulator-impl.h"
@@ -19,6 +20,7 @@
 #include "ns3/string.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 using namespace ns3;
@@ -50,6 +52,27 @@ main(int argc, char* argv[])
     cfg.AddOptions(cmd);
     cmd.Parse(argc, argv);
     cfg.givenAttributes = TitaAttributesGiven(argc, argv);
+    if (cfg.threads > 0)
+    {
+        // Checked before ns-3 makes its simulator: then the parallel one.
+        if (cfg.threads > 256)
+        {
+            Usage("--threads=" + std::to_string(cfg.threads) + ": at most 256");
+        }
+        for (int i = 1; i < argc; ++i)
+        {
+            if (std::strncmp(argv[i], "--SimulatorImplementationType", 29) == 0)
+            {
+                Usage("--threads runs tita's parallel simulator: drop --SimulatorImplementationType");
+            }
+        }
+        if (!cfg.pcap.empty())
+        {
+            Usage("--pcap writes from the simulation's threads: not with --threads");
+        }
+        GlobalValue::Bind("SimulatorImplementationType",
+                          StringValue(TitaParallelSimulatorImpl::GetTypeId().GetName()));
+    }
 
     std::string err;
     if (!TitaScenario::LoadCcPlugins(cfg.ccPlugins, &err))

@@ -1,5 +1,6 @@
 #include "tita-flow-manager.h"
 
+#include "tita-simulator-impl.h"
 #include "tita-units.h"
 
 #include "ns3/abort.h"
@@ -139,17 +140,54 @@ TitaFlowManager::IdealMessageNs(uint32_t src, uint32_t dst, uint64_t bytes) cons
     return full - BaseRttNs(src, dst) + m_net->GetBaseRttNs(src, dst, static_cast<uint32_t>(bytes));
 }
 
+uint32_t
+TitaFlowManager::NodeOf(uint32_t host) const
+{
+    if (m_nodeOfHost.size() != m_net->GetNHosts())
+    {
+        m_nodeOfHost.resize(m_net->GetNHosts());
+        for (uint32_t h = 0; h < m_nodeOfHost.size(); ++h)
+        {
+            m_nodeOfHost[h] = m_net->GetNic(h)->GetNode()->GetId();
+        }
+    }
+    return m_nodeOfHost[host];
+}
+
+// Each NIC is called as its own node (in a parallel run: in its logical
+// process; these calls come from the serial phase).
 std::pair<uint32_t, uint32_t>
 TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
 {
     Ptr<RdmaNicNetDevice> a = m_net->GetNic(src);
     Ptr<RdmaNicNetDevice> b = m_net->GetNic(dst);
-    const uint32_t qa = a->CreateQp();
-    const uint32_t qb = b->CreateQp();
+    uint32_t qa = 0;
+    uint32_t qb = 0;
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(src));
+        qa = a->CreateQp();
+    }
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(dst));
+        qb = b->CreateQp();
+    }
     NS_ABORT_MSG_IF(qa == 0 || qb == 0, "out of QPs (raise ns3::RdmaNicNetDevice::MaxQps)");
-    NS_ABORT_MSG_IF(a->ConnectQp(qa, b, qb) != 0 || b->ConnectQp(qb, a, qa) != 0, "cannot connect QPs");
-    a->SetCc(qa, m_cc, m_ccParamList);
-    b->SetCc(qb, m_cc, m_ccParamList);
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(src));
+        NS_ABORT_MSG_IF(a->ConnectQp(qa, b, qb) != 0, "cannot connect QPs");
+    }
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(dst));
+        NS_ABORT_MSG_IF(b->ConnectQp(qb, a, qa) != 0, "cannot connect QPs");
+    }
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(src));
+        a->SetCc(qa, m_cc, m_ccParamList);
+    }
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(dst));
+        b->SetCc(qb, m_cc, m_ccParamList);
+    }
     return {qa, qb};
 }
 
@@ -177,6 +215,7 @@ TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done
     f.onSent = std::move(done);
     std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst);
     ++m_started;
+    TitaSimulatorImpl::NodeScope in(NodeOf(src));
     m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), false, m_net->GetNic(dst));
     NS_LOG_LOGIC("flow " << id << " " << src << " -> " << dst << " " << bytes << " B");
     return id;
@@ -224,7 +263,11 @@ TitaFlowManager::SendMessage(uint32_t src,
     f.onReceived = std::move(onReceived);
     ++m_started;
     Ptr<RdmaNicNetDevice> b = m_net->GetNic(dst);
-    NS_ABORT_MSG_IF(b->PostRecv(f.dstQpn, id) != 0, "receive queue full on host " << dst);
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(dst));
+        NS_ABORT_MSG_IF(b->PostRecv(f.dstQpn, id) != 0, "receive queue full on host " << dst);
+    }
+    TitaSimulatorImpl::NodeScope in(NodeOf(src));
     const int rc = m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), true, b);
     NS_ABORT_MSG_IF(rc != 0, "send queue full on host " << src << " (rc " << rc << ")");
     return id;
@@ -280,6 +323,22 @@ TitaFlowManager::SendFluid(uint32_t src,
 void
 TitaFlowManager::OnCompletion(Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& wc)
 {
+    // In a parallel run this comes from a NIC's logical process, and what it
+    // does (flow records, the next message of a collective, output rows)
+    // touches others: the serial phase after the window does it, with the
+    // completion's time.
+    if (TitaSimulatorImpl::InLpRun())
+    {
+        const Time at = TitaSimulatorImpl::NowTime();
+        TitaSimulatorImpl::Defer([this, wc, at] { Complete(wc, at); });
+        return;
+    }
+    Complete(wc, Simulator::Now());
+}
+
+void
+TitaFlowManager::Complete(const eng::WorkCompletion& wc, Time at)
+{
     const bool recv = wc.opcode == eng::WcOpcode::kRecv || wc.opcode == eng::WcOpcode::kRecvRdmaWithImm;
     const uint32_t id = recv && wc.with_imm ? wc.imm_data : static_cast<uint32_t>(wc.wr_id);
     auto it = m_flows.find(id);
@@ -297,7 +356,7 @@ TitaFlowManager::OnCompletion(Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& 
         f.received = true;
         if (f.message)
         {
-            f.rec.end = Simulator::Now();
+            f.rec.end = at;
             if (f.onReceived)
             {
                 f.onReceived(f.rec);
@@ -309,7 +368,7 @@ TitaFlowManager::OnCompletion(Ptr<RdmaNicNetDevice>, const eng::WorkCompletion& 
         f.sent = true;
         if (!f.message)
         {
-            f.rec.end = Simulator::Now();
+            f.rec.end = at;
         }
         if (f.onSent)
         {
@@ -397,7 +456,9 @@ TitaFlowManager::Finish(Flow& f)
     m_flowCompleteTrace(f.rec);
     if (!f.message)
     {
-        Simulator::Schedule(m_reclaimDelay,
+        // From the completion (the serial phase of a parallel run comes a
+        // little later).
+        Simulator::Schedule(m_reclaimDelay + f.rec.end - Simulator::Now(),
                             &TitaFlowManager::Reclaim,
                             this,
                             f.rec.src,
@@ -410,7 +471,11 @@ TitaFlowManager::Finish(Flow& f)
 void
 TitaFlowManager::Reclaim(uint32_t src, uint32_t srcQpn, uint32_t dst, uint32_t dstQpn)
 {
-    m_net->GetNic(src)->DestroyQp(srcQpn);
+    {
+        TitaSimulatorImpl::NodeScope in(NodeOf(src));
+        m_net->GetNic(src)->DestroyQp(srcQpn);
+    }
+    TitaSimulatorImpl::NodeScope in(NodeOf(dst));
     m_net->GetNic(dst)->DestroyQp(dstQpn);
 }
 

@@ -169,6 +169,11 @@ class TitaFlowManager : public Object
     /// A new flow's record (id, ends, size, start now, ideal FCT, hops).
     Flow& NewFlow(uint32_t src, uint32_t dst, uint64_t bytes);
     void OnCompletion(Ptr<RdmaNicNetDevice> nic, const ::tita::engine::WorkCompletion& wc);
+    /// A completion at time `at` (now, or earlier in a parallel run's serial phase).
+    void Complete(const ::tita::engine::WorkCompletion& wc, Time at);
+    /// The ns-3 node id of a host's NIC.
+    uint32_t NodeOf(uint32_t host) const;
+    mutable std::vector<uint32_t> m_nodeOfHost;
     void Finish(Flow& f);
     std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst);
     void Reclaim(uint32_t src, uint32_t srcQpn, uint32_t dst, uint32_t dstQpn);

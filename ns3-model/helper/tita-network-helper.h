@@ -63,6 +63,8 @@ class TitaNetworkHelper
     const std::vector<Ptr<TitaSwitchNode>>& GetSwitches() const { return m_switches; }
     /// The switch of a topology vertex (nullptr for hosts).
     Ptr<TitaSwitchNode> GetSwitchOfVertex(uint32_t vertex) const { return m_switchOf[vertex]; }
+    /// The ns-3 node of a topology vertex (the GPU's node for each of its NICs).
+    Ptr<Node> GetNodeOfVertex(uint32_t vertex) const { return m_nodes[vertex]; }
     /// The two devices of a link (in the order of the topology's link).
     std::pair<Ptr<TitaNetDevice>, Ptr<TitaNetDevice>> GetLinkDevices(uint32_t link) const;
     Ptr<TitaChannel> GetChannel(uint32_t link) const { return m_channels[link]; }

@@ -1,5 +1,7 @@
 #include "tita-run-recorder.h"
 
+#include "tita-simulator-impl.h"
+
 #include "tita/fabric/types.h"
 
 #include "ns3/simulator.h"
@@ -38,10 +40,13 @@ TitaRunRecorder::Connect()
                 "Drop",
                 MakeBoundCallback(
                     +[](std::vector<uint64_t>* n, uint8_t, uint8_t reason, uint32_t) {
-                        if (reason < n->size())
-                        {
-                            ++(*n)[reason];
-                        }
+                        // Counted in the serial phase of a parallel run (shared by every switch).
+                        TitaSimulatorImpl::Defer([n, reason] {
+                            if (reason < n->size())
+                            {
+                                ++(*n)[reason];
+                            }
+                        });
                     },
                     &m_dropsByReason));
         }
@@ -56,8 +61,12 @@ TitaRunRecorder::Connect()
                 "Pfc",
                 MakeBoundCallback(
                     +[](PfcPort* c, uint8_t prio, bool pause, bool sent) {
-                        *c->out << Simulator::Now().GetNanoSeconds() << ',' << c->node << ',' << c->port << ','
-                                << +prio << ',' << (pause ? 1 : 0) << ',' << (sent ? 1 : 0) << '\n';
+                        // Written in the serial phase of a parallel run, in (time, LP) order.
+                        const int64_t ns = Simulator::Now().GetNanoSeconds();
+                        TitaSimulatorImpl::Defer([c, prio, pause, sent, ns] {
+                            *c->out << ns << ',' << c->node << ',' << c->port << ',' << +prio << ','
+                                    << (pause ? 1 : 0) << ',' << (sent ? 1 : 0) << '\n';
+                        });
                     },
                     &m_pfcPorts.back()));
         }

@@ -1,5 +1,7 @@
 #include "tita-scenario.h"
 
+#include "tita-parallel-simulator-impl.h"
+#include "tita-partition.h"
 #include "tita-presets.h"
 #include "tita-topology-spec.h"
 #include "tita-units.h"
@@ -86,6 +88,12 @@ TitaScenarioConfig::AddOptions(TitaCommandLine& cmd)
                  "core: the first link between a switch of the highest tier and another switch",
                  fault,
                  "FAULTS");
+    cmd.AddValue("threads",
+                 "Run on this many threads (1 to 256): the network cut into logical processes, one per "
+                 "switch with its hosts, synchronised by the links' delay; every output is the same for "
+                 "any count. 0: the sequential simulator",
+                 threads,
+                 "UINT");
     cmd.AddValue("preset",
                  "Configure hosts, switches and the algorithm as another simulator does: hpcc-artifact "
                  "(the HPCC paper's simulator as its run.py sets it up; doc/ns3-vs-hpcc-artifact.md). "
@@ -215,6 +223,10 @@ TitaScenario::BuildNetwork(std::string* err)
         return false;
     }
     m_net.Build(m_topo);
+    if (m_cfg.threads > 0 && !SplitForThreads(err))
+    {
+        return false;
+    }
     m_faults.Apply(m_net);
     if (!m_cfg.intOff.empty())
     {
@@ -227,6 +239,25 @@ TitaScenario::BuildNetwork(std::string* err)
     m_mgr->SetAttribute("Cc", StringValue(m_cfg.cc));
     m_mgr->SetAttribute("CcParams", StringValue(m_cfg.ccParams));
     m_mgr->SetNetwork(&m_net);
+    return true;
+}
+
+// The network into logical processes, before anything is scheduled on it.
+bool
+TitaScenario::SplitForThreads(std::string* err)
+{
+    Simulator::GetImplementation();
+    TitaParallelSimulatorImpl* sim = TitaParallelSimulatorImpl::Get();
+    if (sim == nullptr)
+    {
+        *err = "--threads needs SimulatorImplementationType=ns3::TitaParallelSimulatorImpl";
+        return false;
+    }
+    const TitaPartition p = TitaMakePartition(m_net);
+    const uint64_t lookahead =
+        p.cutLinks > 0 ? static_cast<uint64_t>(NanoSeconds(p.lookaheadNs).GetTimeStep()) : UINT64_MAX / 4;
+    sim->Configure(p.lpOfNode, p.nLps, lookahead, m_cfg.threads);
+    m_notes.Line() << "threads " << m_cfg.threads << ": " << p.Describe() << "\n";
     return true;
 }
 
@@ -366,6 +397,17 @@ TitaScenario::Progress()
     m_notes.Raw() << line;
 }
 
+std::string
+TitaScenario::ThreadsNote() const
+{
+    const TitaParallelSimulatorImpl* sim = m_cfg.threads > 0 ? TitaParallelSimulatorImpl::Get() : nullptr;
+    if (sim == nullptr)
+    {
+        return "";
+    }
+    return ", " + std::to_string(sim->GetThreads()) + " threads, " + std::to_string(sim->GetRounds()) + " rounds";
+}
+
 void
 TitaScenario::Finish()
 {
@@ -394,7 +436,7 @@ TitaScenario::Finish()
     std::snprintf(line,
                   sizeof line,
                   "done at %.3f ms simulated: %u/%u flows finished (%u failed), %lu PFC pauses, %lu switch drops, "
-                  "%lu NIC drops, %lu timeouts; %lu events in %.1f s (%.0f events/s, %.3f sim-ms/s), peak RSS %lu MB\n",
+                  "%lu NIC drops, %lu timeouts; %lu events in %.1f s (%.0f events/s, %.3f sim-ms/s), peak RSS %lu MB%s\n",
                   times.simSeconds * 1e3,
                   m_mgr->GetFinished(),
                   m_mgr->GetStarted(),
@@ -407,7 +449,8 @@ TitaScenario::Finish()
                   wall,
                   wall > 0 ? times.events / wall : 0,
                   wall > 0 ? times.simSeconds * 1e3 / wall : 0,
-                  static_cast<unsigned long>(TitaRunReport::PeakRssKb() / 1024));
+                  static_cast<unsigned long>(TitaRunReport::PeakRssKb() / 1024),
+                  ThreadsNote().c_str());
     m_notes.Line() << line;
     if (m_mgr->GetActive() > 0)
     {

@@ -56,6 +56,9 @@ struct TitaScenarioConfig
     std::string metrics = "0s";
     std::string preset;
     std::string fault;
+    /// Threads of a parallel run (TitaParallelSimulatorImpl, which the program
+    /// selects before ns-3 starts); 0: the sequential simulator.
+    uint32_t threads = 0;
     /// Attribute paths set on the command line (TitaAttributesGiven): the preset
     /// leaves them as given.
     std::set<std::string> givenAttributes;
@@ -105,6 +108,8 @@ class TitaScenario
     bool BuildTopology(std::string* err);
     bool ApplyPresetAndCc(std::string* err);
     bool BuildNetwork(std::string* err);
+    bool SplitForThreads(std::string* err);
+    std::string ThreadsNote() const;
     bool AddWorkloads(std::string* err);
     bool OpenOutputs(std::string* err);
     void Watch();

@@ -61,6 +61,39 @@ TitaChannel::Transmit(TitaPacketPtr p, const TitaNetDevice* src, Time txTime)
         return;
     }
     const int dir = (PeekPointer(m_dev[0]) == src) ? 1 : 0;
+    if (m_context[dir] == UINT32_MAX && m_dev[dir]->GetNode())
+    {
+        m_context[dir] = m_dev[dir]->GetNode()->GetId();
+    }
+    const Time delay = txTime + m_delay;
+    if (TitaSimulatorImpl* sim = TitaSimulatorImpl::Active())
+    {
+        uint64_t ts = 0;
+        const uint64_t uid = sim->ReserveUid(static_cast<uint64_t>(delay.GetTimeStep()), &ts);
+        if (!sim->IsLocal(m_context[dir]))
+        {
+            sim->SendArrival(m_context[dir], &TitaChannel::AcceptArrival, this, static_cast<uint32_t>(dir),
+                             p.release(), ts, uid);
+            return;
+        }
+        Enqueue(dir, p.release(), ts, uid);
+        return;
+    }
+    Arrival& a = Push(dir);
+    a.packet = p.release();
+    if (dir == 0)
+    {
+        m_deliver0->ScheduleWithContext(m_context[0], delay, a.packet);
+    }
+    else
+    {
+        m_deliver1->ScheduleWithContext(m_context[1], delay, a.packet);
+    }
+}
+
+TitaChannel::Arrival&
+TitaChannel::Push(int dir)
+{
     InFlight& f = m_inFlight[dir];
     if (f.count == f.ring.size())
     {
@@ -74,31 +107,40 @@ TitaChannel::Transmit(TitaPacketPtr p, const TitaNetDevice* src, Time txTime)
         f.ring = std::move(bigger);
         f.head = 0;
     }
-    if (m_context[dir] == UINT32_MAX && m_dev[dir]->GetNode())
-    {
-        m_context[dir] = m_dev[dir]->GetNode()->GetId();
-    }
     const uint32_t mask = static_cast<uint32_t>(f.ring.size() - 1);
     Arrival& a = f.ring[(f.head + f.count) & mask];
-    a.packet = p.release();
     ++f.count;
-    const Time delay = txTime + m_delay;
-    if (TitaSimulatorImpl* sim = TitaSimulatorImpl::Active())
+    return a;
+}
+
+void
+TitaChannel::Enqueue(int dir, TitaPacket* p, uint64_t ts, uint64_t uid)
+{
+    Arrival& a = Push(dir);
+    a.packet = p;
+    a.ts = ts;
+    a.uid = uid;
+    if (m_inFlight[dir].count == 1)
     {
-        a.uid = sim->ReserveUid(static_cast<uint64_t>(delay.GetTimeStep()), &a.ts);
-        if (f.count == 1)
+        ScheduleHead(dir);
+    }
+}
+
+void
+TitaChannel::AcceptArrival(void* self, uint32_t dir, void* frame, uint64_t ts, uint64_t key)
+{
+    static_cast<TitaChannel*>(self)->Enqueue(static_cast<int>(dir), static_cast<TitaPacket*>(frame), ts, key);
+}
+
+void
+TitaChannel::LearnContexts()
+{
+    for (int dir = 0; dir < 2; ++dir)
+    {
+        if (m_context[dir] == UINT32_MAX && m_dev[dir] && m_dev[dir]->GetNode())
         {
-            ScheduleHead(dir);
+            m_context[dir] = m_dev[dir]->GetNode()->GetId();
         }
-        return;
-    }
-    if (dir == 0)
-    {
-        m_deliver0->ScheduleWithContext(m_context[0], delay, a.packet);
-    }
-    else
-    {
-        m_deliver1->ScheduleWithContext(m_context[1], delay, a.packet);
     }
 }
 

@@ -20,7 +20,12 @@ class TitaNetDevice;
 
 /**
  * \ingroup tita
- * A point-to-point link with a propagation delay. The sender's device models
+ * A point-to-point link with a propagation delay.
+ *
+ * In a parallel run (TitaParallelSimulatorImpl) a direction whose ends are in
+ * two logical processes is a cut: the sender hands each frame, with the time
+ * stamp and key it reserved, to the receiver's LP through its outbox, and the
+ * in-flight FIFO of that direction belongs to the receiver alone. The sender's device models
  * serialisation (its line rate); the channel adds the delay and delivers the
  * frame to the other end when its last bit arrives. A link can be taken down
  * (both directions silently lose every frame) and brought up again.
@@ -44,6 +49,10 @@ class TitaChannel : public Channel
     Time GetDelay() const { return m_delay; }
     void SetLinkUp(bool up);
     bool IsLinkUp() const { return m_up; }
+
+    /// The receiving nodes' ids, learnt now (a parallel run learns them before
+    /// any thread runs: the first frame would read the other side's node).
+    void LearnContexts();
 
     std::size_t GetNDevices() const override;
     Ptr<NetDevice> GetDevice(std::size_t i) const override;
@@ -69,7 +78,13 @@ class TitaChannel : public Channel
         uint32_t head = 0;
         uint32_t count = 0;
     };
+    /// A new last slot of direction dir's FIFO (grown as needed).
+    Arrival& Push(int dir);
     void ScheduleHead(int dir);
+    /// A frame that crossed from another logical process (a parallel run):
+    /// the receiver's side queues it as Transmit would have.
+    static void AcceptArrival(void* self, uint32_t dir, void* frame, uint64_t ts, uint64_t key);
+    void Enqueue(int dir, TitaPacket* p, uint64_t ts, uint64_t uid);
     void DropInFlight();
     void Deliver0() { Deliver(0); }
     void Deliver1() { Deliver(1); }

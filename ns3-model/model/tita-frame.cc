@@ -125,7 +125,10 @@ TitaRawTrailer::Print(std::ostream& os) const
 namespace
 {
 
-TitaPacket* g_freePackets = nullptr; // the simulator is single-threaded
+// Per thread: a parallel run's threads (tita-sim --threads) each make and free
+// frames; a frame freed on another thread than the one that made it joins that
+// thread's pool.
+thread_local TitaPacket* g_freePackets = nullptr;
 
 } // namespace
 

@@ -23,20 +23,31 @@ TitaSimulatorImpl::GetTypeId()
     return tid;
 }
 
-TitaSimulatorImpl* TitaSimulatorImpl::s_active = nullptr;
+thread_local TitaSimulatorImpl* TitaSimulatorImpl::s_active = nullptr;
 
 TitaSimulatorImpl::TitaSimulatorImpl()
-    : m_slab(std::size_t{kBuckets} * kSlots),
-      m_count(kBuckets, 0),
-      m_spill(kBuckets),
-      m_occupied(kBuckets / 64, 0),
+    : TitaSimulatorImpl(kBuckets, true)
+{
+}
+
+TitaSimulatorImpl::TitaSimulatorImpl(uint32_t buckets, bool makeActive)
+    : m_mask(buckets - 1),
+      m_buckets(buckets),
+      m_slab(std::size_t{buckets} * kSlots),
+      m_count(buckets, 0),
+      m_spill(buckets),
+      m_occupied(buckets / 64, 0),
       m_currentContext(Simulator::NO_CONTEXT)
 {
+    NS_ABORT_MSG_IF(buckets < 64 || (buckets & (buckets - 1)) != 0, "TitaSimulatorImpl: buckets must be a power of two >= 64");
     m_cur.reserve(256);
     const int64_t stepsPerNs = NanoSeconds(1).GetTimeStep();
     NS_ABORT_MSG_IF(stepsPerNs < 1, "TitaSimulatorImpl needs a time resolution of 1 ns or finer");
     m_stepsPerNs = static_cast<uint64_t>(stepsPerNs);
-    s_active = this;
+    if (makeActive)
+    {
+        s_active = this;
+    }
     // Buckets of about 2 ns at the current time resolution (a power of two of
     // time steps: 2 at ns, 2048 at ps).
     const int64_t stepsPer2Ns = NanoSeconds(2).GetTimeStep();
@@ -61,7 +72,7 @@ TitaSimulatorImpl::DoDispose()
     {
         s_active = nullptr;
     }
-    for (uint32_t slot = 0; slot < kBuckets; ++slot)
+    for (uint32_t slot = 0; slot < m_buckets; ++slot)
     {
         for (uint32_t i = 0; i < std::min<uint32_t>(m_count[slot], kSlots); ++i)
         {
@@ -191,8 +202,10 @@ void
 TitaSimulatorImpl::Place(const Entry& e)
 {
     const uint64_t b = e.ts >> m_shift;
-    if (b == m_cursor)
+    if (b <= m_cursor)
     {
+        // The clock's bucket (or, in an LP whose next bucket was gathered
+        // ahead of its clock, an earlier one): in order among those to run.
         m_cur.push_back(e);
         std::size_t i = m_cur.size() - 1;
         while (i > m_curHead && Before(e, m_cur[i - 1]))
@@ -203,12 +216,12 @@ TitaSimulatorImpl::Place(const Entry& e)
         m_cur[i] = e;
         return;
     }
-    if (b - m_cursor >= kBuckets)
+    if (b - m_cursor >= m_buckets)
     {
         FarPush(e);
         return;
     }
-    const uint32_t slot = static_cast<uint32_t>(b & (kBuckets - 1));
+    const uint32_t slot = static_cast<uint32_t>(b & m_mask);
     const uint32_t n = m_count[slot]++;
     if (n < kSlots)
     {
@@ -224,7 +237,7 @@ TitaSimulatorImpl::Place(const Entry& e)
 void
 TitaSimulatorImpl::Insert(uint64_t ts, uint32_t context, EventImpl* event, const void* hint)
 {
-    Place({ts, m_seq++, event, hint, context});
+    Place({ts, m_keyBase | m_seq++, event, hint, context});
     ++m_size;
 }
 
@@ -248,7 +261,7 @@ TitaSimulatorImpl::Gather(uint32_t slot)
         std::sort(m_cur.begin(), m_cur.end(), &TitaSimulatorImpl::Before);
     }
     // The next bucket is probably next: fetch its slots while these run.
-    const char* next = reinterpret_cast<const char*>(&m_slab[std::size_t{(slot + 1) & (kBuckets - 1)} * kSlots]);
+    const char* next = reinterpret_cast<const char*>(&m_slab[std::size_t{(slot + 1) & m_mask} * kSlots]);
     for (uint32_t off = 0; off < kSlots * sizeof(Entry); off += 64)
     {
         __builtin_prefetch(next + off);
@@ -261,25 +274,25 @@ TitaSimulatorImpl::Advance()
     for (;;)
     {
         // The first occupied slot after the cursor, within one lap.
-        const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & (kBuckets - 1));
-        for (uint32_t scanned = 0; scanned < kBuckets - 1;)
+        const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & m_mask);
+        for (uint32_t scanned = 0; scanned < m_buckets - 1;)
         {
-            const uint32_t slot = (start + scanned) & (kBuckets - 1);
+            const uint32_t slot = (start + scanned) & m_mask;
             const uint64_t bits = m_occupied[slot >> 6] >> (slot & 63);
             if (bits != 0)
             {
                 const uint32_t hit = scanned + static_cast<uint32_t>(__builtin_ctzll(bits));
-                if (hit >= kBuckets - 1)
+                if (hit >= m_buckets - 1)
                 {
                     break;
                 }
                 m_cursor += 1 + hit;
                 // Far events the ring now reaches join it.
-                while (!m_far.empty() && (m_far.front().ts >> m_shift) - m_cursor < kBuckets)
+                while (!m_far.empty() && (m_far.front().ts >> m_shift) - m_cursor < m_buckets)
                 {
                     Place(FarPop());
                 }
-                Gather(static_cast<uint32_t>(m_cursor & (kBuckets - 1)));
+                Gather(static_cast<uint32_t>(m_cursor & m_mask));
                 return true;
             }
             scanned += 64 - (slot & 63);
@@ -292,7 +305,7 @@ TitaSimulatorImpl::Advance()
         m_cursor = m_far.front().ts >> m_shift;
         m_cur.clear();
         m_curHead = 0;
-        while (!m_far.empty() && (m_far.front().ts >> m_shift) - m_cursor < kBuckets)
+        while (!m_far.empty() && (m_far.front().ts >> m_shift) - m_cursor < m_buckets)
         {
             Place(FarPop());
         }
@@ -339,7 +352,7 @@ TitaSimulatorImpl::Unlink(const EventId& id)
         return e.ts == id.GetTs() && static_cast<uint32_t>(e.seq) == id.GetUid() && e.impl == id.PeekEventImpl();
     };
     const uint64_t b = id.GetTs() >> m_shift;
-    if (b == m_cursor)
+    if (b <= m_cursor)
     {
         for (std::size_t i = m_curHead; i < m_cur.size(); ++i)
         {
@@ -353,10 +366,10 @@ TitaSimulatorImpl::Unlink(const EventId& id)
         }
         return nullptr;
     }
-    if (b - m_cursor < kBuckets)
+    if (b - m_cursor < m_buckets)
     {
         // Take the bucket apart and put back all but the event.
-        const uint32_t slot = static_cast<uint32_t>(b & (kBuckets - 1));
+        const uint32_t slot = static_cast<uint32_t>(b & m_mask);
         std::vector<Entry> all;
         const uint32_t n = m_count[slot];
         const Entry* in = &m_slab[std::size_t{slot} * kSlots];
@@ -407,6 +420,227 @@ TitaSimulatorImpl::Unlink(const EventId& id)
     return nullptr;
 }
 
+// ---------------------------------------------------------------- parallel runs
+
+void
+TitaSimulatorImpl::JoinParallel(uint32_t lp, uint32_t globalLp, const uint32_t* lpOf, uint32_t nLpOf)
+{
+    m_lp = lp;
+    m_globalLp = globalLp;
+    m_lpOf = lpOf;
+    m_nLpOf = nLpOf;
+    // LP + 1: events queued before the partition keep their keys (LP "0"),
+    // ahead of every LP's at the same time.
+    m_keyBase = uint64_t{lp + 1} << 40;
+    m_keyed = true;
+    m_out[0].assign(globalLp + 1, {});
+    m_out[1].assign(globalLp + 1, {});
+}
+
+void
+TitaSimulatorImpl::PushRemote(uint32_t lp, const Remote& r)
+{
+    NS_ABORT_MSG_IF(m_inRun && r.ts < m_windowEnd,
+                    "threads: an event for node " << r.context << " (LP " << lp << ") scheduled from LP " << m_lp
+                                                  << " less than the lookahead ahead; only links with a delay may join "
+                                                     "logical processes");
+    std::vector<Remote>& out = m_out[m_wp][lp];
+    if (out.empty())
+    {
+        m_outTouched[m_wp].push_back(lp);
+    }
+    out.push_back(r);
+    m_outMin = std::min(m_outMin, r.ts);
+}
+
+void
+TitaSimulatorImpl::SendRemote(uint32_t context, uint64_t ts, EventImpl* event, const void* hint)
+{
+    PushRemote(LpOf(context),
+               {ts, m_keyBase | m_seq++, event, const_cast<void*>(hint), nullptr, nullptr, 0, context});
+}
+
+void
+TitaSimulatorImpl::SendArrival(uint32_t context,
+                               AcceptFn accept,
+                               void* obj,
+                               uint32_t arg,
+                               void* frame,
+                               uint64_t ts,
+                               uint64_t key)
+{
+    PushRemote(LpOf(context), {ts, key, nullptr, frame, accept, obj, arg, context});
+}
+
+void
+TitaSimulatorImpl::MergeFrom(TitaSimulatorImpl* from)
+{
+    std::vector<Remote>& in = from->m_out[from->m_wp ^ 1][m_lp];
+    for (const Remote& r : in)
+    {
+        if (r.impl != nullptr)
+        {
+            Adopt({r.ts, r.key, r.impl, r.hint, r.context});
+        }
+        else
+        {
+            r.accept(r.obj, r.arg, r.hint, r.ts, r.key);
+        }
+    }
+    in.clear();
+}
+
+void
+TitaSimulatorImpl::Defer(std::function<void()> fn)
+{
+    TitaSimulatorImpl* a = s_active;
+    if (a != nullptr && a->m_inRun)
+    {
+        a->m_deferred.push_back({a->m_currentTs, a->m_deferSeq++, std::move(fn)});
+        return;
+    }
+    fn();
+}
+
+TitaSimulatorImpl::NodeScope::NodeScope(uint32_t context)
+{
+    TitaSimulatorImpl* cur = s_active;
+    if (cur == nullptr || cur->m_lpOf == nullptr)
+    {
+        return;
+    }
+    m_active = true;
+    m_prev = cur;
+    m_prevContext = cur->m_currentContext;
+    const uint32_t lp = cur->LpOf(context);
+    if (lp == cur->m_lp)
+    {
+        cur->m_currentContext = context;
+        return;
+    }
+    NS_ABORT_MSG_IF(cur->m_inRun,
+                    "threads: node " << context << " (LP " << lp << ") touched from LP " << cur->m_lp
+                                     << " inside a window (a cross-LP call)");
+    TitaSimulatorImpl* t = cur->m_peers[lp];
+    t->AdvanceClockTo(cur->m_currentTs);
+    m_targetContext = t->m_currentContext;
+    t->m_currentContext = context;
+    s_active = t;
+}
+
+TitaSimulatorImpl::NodeScope::~NodeScope()
+{
+    if (!m_active)
+    {
+        return;
+    }
+    if (s_active != m_prev)
+    {
+        s_active->m_currentContext = m_targetContext;
+        s_active = m_prev;
+    }
+    m_prev->m_currentContext = m_prevContext;
+}
+
+// Read only: gathering the next bucket here would move the cursor ahead of the
+// clock (to an RTO far away), and every event queued before it would then be
+// inserted one by one into the clock's bucket.
+uint64_t
+TitaSimulatorImpl::NextTs()
+{
+    if (m_size == 0)
+    {
+        return UINT64_MAX;
+    }
+    if (m_curHead < m_cur.size())
+    {
+        return m_cur[m_curHead].ts;
+    }
+    const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & m_mask);
+    for (uint32_t scanned = 0; scanned < m_buckets - 1;)
+    {
+        const uint32_t slot = (start + scanned) & m_mask;
+        const uint64_t bits = m_occupied[slot >> 6] >> (slot & 63);
+        if (bits != 0)
+        {
+            const uint32_t hit = scanned + static_cast<uint32_t>(__builtin_ctzll(bits));
+            if (hit >= m_buckets - 1)
+            {
+                break;
+            }
+            // That bucket's earliest event is the earliest of all: far events
+            // lie beyond the ring.
+            const uint32_t s = (start + hit) & m_mask;
+            const uint32_t n = m_count[s];
+            uint64_t ts = UINT64_MAX;
+            const Entry* in = &m_slab[std::size_t{s} * kSlots];
+            for (uint32_t i = 0; i < std::min(n, kSlots); ++i)
+            {
+                ts = std::min(ts, in[i].ts);
+            }
+            for (const Entry& e : m_spill[s])
+            {
+                ts = std::min(ts, e.ts);
+            }
+            return ts;
+        }
+        scanned += 64 - (slot & 63);
+    }
+    return m_far.empty() ? UINT64_MAX : m_far.front().ts;
+}
+
+uint64_t
+TitaSimulatorImpl::RunUntil(uint64_t end)
+{
+    // An LP's window (the global queue runs in the serial phase: it may act
+    // as any node, and what it defers runs at once).
+    m_inRun = m_lp != m_globalLp;
+    m_windowEnd = end;
+    uint64_t n = 0;
+    while (m_size > 0)
+    {
+        if (m_curHead == m_cur.size() && !Advance())
+        {
+            break;
+        }
+        if (m_cur[m_curHead].ts >= end)
+        {
+            break;
+        }
+        const Entry next = PopMin();
+        ++n;
+        m_currentTs = next.ts;
+        m_currentContext = next.context;
+        m_currentUid = static_cast<uint32_t>(next.seq);
+        m_currentKey = next.seq;
+        next.impl->Invoke();
+        next.impl->Unref();
+    }
+    m_eventCount += n;
+    m_inRun = false;
+    return n;
+}
+
+void
+TitaSimulatorImpl::ExtractAll(std::vector<Entry>* out)
+{
+    for (uint32_t slot = 0; slot < m_buckets; ++slot)
+    {
+        const Entry* in = &m_slab[std::size_t{slot} * kSlots];
+        out->insert(out->end(), in, in + std::min<uint32_t>(m_count[slot], kSlots));
+        out->insert(out->end(), m_spill[slot].begin(), m_spill[slot].end());
+        m_spill[slot].clear();
+        m_count[slot] = 0;
+    }
+    std::fill(m_occupied.begin(), m_occupied.end(), 0);
+    out->insert(out->end(), m_cur.begin() + static_cast<std::ptrdiff_t>(m_curHead), m_cur.end());
+    m_cur.clear();
+    m_curHead = 0;
+    out->insert(out->end(), m_far.begin(), m_far.end());
+    m_far.clear();
+    m_size = 0;
+}
+
 // ---------------------------------------------------------------- running
 
 void
@@ -421,6 +655,7 @@ TitaSimulatorImpl::Run()
         m_currentTs = next.ts;
         m_currentContext = next.context;
         m_currentUid = static_cast<uint32_t>(next.seq);
+        m_currentKey = next.seq;
         next.impl->Invoke();
         next.impl->Unref();
     }
@@ -539,6 +774,18 @@ TitaSimulatorImpl::IsExpired(const EventId& id) const
             }
         }
         return true;
+    }
+    if (m_keyed && id.PeekEventImpl() != nullptr && id.GetTs() == m_currentTs)
+    {
+        // The event's full key from its uid (this LP's key, with the
+        // sequence's high bits of now): run if at or before the current one.
+        uint64_t seq = (m_seq & ~uint64_t{0xffffffff}) | id.GetUid();
+        if (seq > m_seq && seq >= (uint64_t{1} << 32))
+        {
+            seq -= uint64_t{1} << 32;
+        }
+        const uint64_t key = seq < m_seqStart ? seq : (m_keyBase | seq);
+        return key <= m_currentKey || id.PeekEventImpl()->IsCancelled();
     }
     return id.PeekEventImpl() == nullptr || id.GetTs() < m_currentTs ||
            (id.GetTs() == m_currentTs && id.GetUid() <= m_currentUid) || id.PeekEventImpl()->IsCancelled();
