@@ -201,6 +201,7 @@ TitaTopology::FatTree(const FatTreeParams& in)
         p.hostsPerTor = static_cast<uint32_t>(std::llround(
             p.oversubscription * p.aggsPerPod * static_cast<double>(p.torAggRateBps) / p.hostRateBps));
     }
+    const uint32_t g = p.gpusPerServer;
     TitaTopology t;
     std::vector<uint32_t> cores;
     for (uint32_t c = 0; c < p.aggsPerPod * p.coresPerAgg; ++c)
@@ -230,13 +231,47 @@ TitaTopology::FatTree(const FatTreeParams& in)
             {
                 t.AddLink(tor, a, p.torAggRateBps, p.linkDelayNs);
             }
+            uint32_t nvswitch = 0;
             for (uint32_t h = 0; h < p.hostsPerTor; ++h)
             {
                 const uint32_t host = t.AddHost(bn + "-host" + std::to_string(h));
                 t.m_vertices[host].block = static_cast<int32_t>(block);
                 t.AddLink(host, tor, p.hostRateBps, p.linkDelayNs);
+                if (g == 0)
+                {
+                    continue;
+                }
+                // GPU servers: host h of this ToR is GPU h % g of the ToR's server h / g.
+                const uint32_t server = (block * p.hostsPerTor + h) / g;
+                const uint32_t gpu = h % g;
+                Vertex& v = t.m_vertices[host];
+                v.server = static_cast<int32_t>(server);
+                v.gpu = static_cast<int32_t>(gpu);
+                t.m_railHost.push_back(t.m_hostIndex[host]);
+                t.m_nvlinkHost.push_back(-1);
+                if (p.nvlink)
+                {
+                    if (gpu == 0)
+                    {
+                        nvswitch = t.AddSwitch(bn + "-server" + std::to_string(h / g) + "-nvswitch", 0);
+                    }
+                    const uint32_t nv = t.AddHost(bn + "-host" + std::to_string(h) + "-nvlink");
+                    Vertex& w = t.m_vertices[nv];
+                    w.node = static_cast<int32_t>(host); // same GPU, same ns-3 node
+                    w.server = static_cast<int32_t>(server);
+                    w.gpu = static_cast<int32_t>(gpu);
+                    w.block = static_cast<int32_t>(block);
+                    w.nvlink = true;
+                    t.m_nvlinkHost.back() = t.m_hostIndex[nv];
+                    t.AddLink(nv, nvswitch, p.nvlinkRateBps, p.nvlinkDelayNs);
+                }
             }
         }
+    }
+    if (g > 0)
+    {
+        t.m_servers = static_cast<uint32_t>(t.m_railHost.size()) / g;
+        t.m_gpusPerServer = g;
     }
     return t;
 }

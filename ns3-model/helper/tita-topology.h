@@ -84,6 +84,15 @@ class TitaTopology
         uint64_t linkDelayNs = 1000;
         /// If > 0: hostsPerTor = oversubscription x aggsPerPod x torAggRate / hostRate.
         double oversubscription = 0;
+        /// If > 0: GPU servers, as a classic (not rail-optimised) cluster: every
+        /// gpusPerServer consecutive hosts of a ToR are the NICs of one server's
+        /// GPUs (hostsPerTor a multiple of it), so all NICs of a server share its
+        /// ToR; RailHost/NvlinkHost answer as on a multi-rail topology.
+        uint32_t gpusPerServer = 0;
+        /// With gpusPerServer: each GPU also on its server's NVSwitch, as MultiRail's nvlink.
+        bool nvlink = false;
+        uint64_t nvlinkRateBps = 3'600'000'000'000;
+        uint64_t nvlinkDelayNs = 200;
     };
     static TitaTopology FatTree(const FatTreeParams& p);
 

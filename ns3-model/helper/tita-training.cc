@@ -85,7 +85,7 @@ TitaTraining::Place(std::string* err)
     const uint32_t have = topo.GetNServers() * m_gpusPerServer;
     if (have == 0)
     {
-        *err = "--workload=training needs a multi-rail topology (--topo=multirail:...)";
+        *err = "--workload=training needs GPU servers (--topo=multirail:... or fattree:...,gpus=G)";
         return false;
     }
     if (m_file.allGpus > have)
