@@ -15,6 +15,8 @@ Scales (GPUs are 8 a server; --full is not run by the tests: expect hours):
   small     32 GPUs (4 servers, 2 blocks / 2 pods), GPT-style (hidden 512,
             4 layers, ga 4) and MoE (tp 1, ep 32, hidden 512, 4 layers); about
             2-3 CPU seconds a run
+  medium    64 GPUs (8 servers: the reports' GPT-3 scale), the small scale's models
+            (MoE: ep 64); about twice the small scale's cost a run
   full      64 GPUs (8 servers), GPT-style hidden 2048, 8 layers, ga 4; MoE 8 layers
 
 Fabrics, the same at every scale in shape: multi-rail with 2 blocks, NIC k of a
@@ -30,7 +32,7 @@ TitaSwitchNode::DodgeField=udp-sport): ecmp (one path per QP), dodge (Hash
 Dodging at the NIC: a QP moves on timeouts, stalls or loss), spray (selective
 repeat, 4 node-disjoint entropy values per QP, SprayPolicy=offset).
 Fault: blackhole:link=core (the first core/spine link) at half the healthy
-run's iteration time, with a stop at 10 x that time: an iteration a QP pinned
+run's iteration time, with a stop at 100 x that time: an iteration a QP pinned
 to the black hole never finishes is reported unfinished.
 
 Seeds: seed s runs with --seed=s and TitaSwitchNode::EcmpSalt=s-1 (another
@@ -65,6 +67,9 @@ SCALES = {
     "small": {"servers": 4, "seeds": [1, 2, 3],
               "gpt": dict(hidden=512, layers=4, tp=8, tokens=2048, seq=2048, ga=4),
               "moe": dict(hidden=512, layers=4, tp=1, ep=32, experts=32, topk=1, tokens=1024, seq=1024, ga=1)},
+    "medium": {"servers": 8, "seeds": [1, 2, 3],
+               "gpt": dict(hidden=512, layers=4, tp=8, tokens=2048, seq=2048, ga=4),
+               "moe": dict(hidden=512, layers=4, tp=1, ep=64, experts=64, topk=1, tokens=1024, seq=1024, ga=1)},
     "full": {"servers": 8, "seeds": [1, 2, 3],
              "gpt": dict(hidden=2048, layers=8, tp=8, tokens=2048, seq=2048, ga=4),
              "moe": dict(hidden=2048, layers=8, tp=1, ep=64, experts=64, topk=1, tokens=1024, seq=1024, ga=1)},
@@ -186,7 +191,7 @@ def run_config(sim, out, scale, name, c, seed, force):
         end = iteration_ns(hd)
         if end is None:
             sys.exit(f"run.py: {hd}: the healthy run did not finish an iteration")
-        argv += [f"--fault=blackhole:link=core,at={end // 2}ns", f"--stop={max(end * 10, 1_000_000)}ns"]
+        argv += [f"--fault=blackhole:link=core,at={end // 2}ns", f"--stop={max(end * 100, 10_000_000)}ns"]
     else:
         argv += ["--stop=2s"]
     run_one(sim, d, argv + [f"--out={d}"], force)
@@ -207,6 +212,9 @@ def collect(d):
         r.update(time_ns=int(it["time_ns"]), bound_ns=int(it["bound_ns"]), compute_ns=int(it["compute_ns"]),
                  comm_ns=int(it["comm_ns"]), exposed_ns=int(it["exposed_comm_ns"]))
         r["share"] = r["exposed_ns"] / r["time_ns"]
+        # Without the NVLink (TP) part: what the network leaves exposed.
+        b = breakdown.breakdown(d)
+        r["net_share"] = (b["time"] - b["compute"] - b["exposed_tp"]) / b["time"]
     for g in ("dp", "ep"):
         bw = [float(c["busbw_GBps"]) for c in colls if c["group"] == g and int(c["bytes"]) > 0]
         r[f"{g}_busbw"] = statistics.mean(bw) if bw else None
@@ -217,7 +225,7 @@ def summarize(runs):
     """Median and range over the seeds of one configuration."""
     done = [r for r in runs if r["finished"]]
     s = {"seeds": len(runs), "finished": len(done)}
-    for k in ("time_ns", "bound_ns", "compute_ns", "exposed_ns", "share", "dp_busbw", "ep_busbw", "events",
+    for k in ("time_ns", "bound_ns", "compute_ns", "exposed_ns", "share", "net_share", "dp_busbw", "ep_busbw", "events",
               "cpu_s", "timeouts"):
         v = [r[k] for r in (done if k not in ("events", "cpu_s", "timeouts") else runs)
              if r.get(k) is not None]
@@ -238,13 +246,14 @@ def cell(x, scale=1.0, fmt="{:.3f}", rng=True):
 def table(title, names, summaries):
     md = [f"**{title}**", "",
           "| configuration | finished | iteration ms | bound ms | exposed comm ms | comm share % | "
-          "DP busbw GB/s | EP busbw GB/s | QP timeouts | events M | CPU s |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "network share % | DP busbw GB/s | EP busbw GB/s | QP timeouts | events M | CPU s |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         s = summaries[n]
         md.append(f"| {n} | {s['finished']}/{s['seeds']} | {cell(s['time_ns'], 1e-6)} | "
                   f"{cell(s['bound_ns'], 1e-6, rng=False)} | {cell(s['exposed_ns'], 1e-6)} | "
-                  f"{cell(s['share'], 100, '{:.1f}')} | {cell(s['dp_busbw'], 1, '{:.1f}')} | "
+                  f"{cell(s['share'], 100, '{:.1f}')} | {cell(s['net_share'], 100, '{:.1f}')} | "
+                  f"{cell(s['dp_busbw'], 1, '{:.1f}')} | "
                   f"{cell(s['ep_busbw'], 1, '{:.1f}')} | {cell(s['timeouts'], 1, '{:.0f}')} | "
                   f"{cell(s['events'], 1e-6, '{:.1f}', rng=False)} | {cell(s['cpu_s'], 1, '{:.1f}', rng=False)} |")
     return "\n".join(md) + "\n"
@@ -282,7 +291,8 @@ def main():
     summaries = {n: summarize(r) for n, r in runs.items()}
     md = [f"Scale `{a.scale}`: {8 * SCALES[a.scale]['servers']} GPUs, seeds {','.join(map(str, seeds))}; "
           "medians over the seeds, (min-max) where they differ; comm share = exposed communication / "
-          "iteration time.\n"]
+          "iteration time; network share = the same without the exposed TP (NVLink) part, from the "
+          "breakdown.\n"]
     for q, (title, cs) in qs.items():
         names = [n for n, _ in cs]
         md.append(table(title, names, summaries))
@@ -292,7 +302,8 @@ def main():
             fin = sorted((r for r in runs[n] if r["finished"]), key=lambda r: r["time_ns"])
             rows.append((n, breakdown.breakdown(fin[len(fin) // 2]["dir"]) if fin else None))
         md.append("Breakdown (ms, median seed):\n\n" + breakdown.markdown(rows))
-        breakdown.plot(rows, os.path.join(out, f"breakdown-{q}.png"), title)
+        breakdown.plot(rows, os.path.join(out, f"breakdown-{q}.png"),
+                       f"{q}: scale {a.scale}, {8 * SCALES[a.scale]['servers']} GPUs (median seed)")
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(out, "results.json"), "w") as f:
