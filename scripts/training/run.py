@@ -6,8 +6,8 @@ bisection; DCQCN against HPCC against tita; ECMP against Hash Dodging against
 spraying; a healthy fabric against one core link black-holed mid-iteration;
 and the reports' whole-system claims (a legacy stack against the StarPulse one).
 
-    scripts/training/run.py [--build build] [--out out/training] [--scale smallest|small|full]
-                            [--seeds 1,2,3] [--only Q,...] [--force] [--jobs 1]
+    scripts/training/run.py [--build build] [--out out/training] [--scale smallest|small|medium|full]
+                            [--seeds 1,2,3] [--only Q,...] [--force]
 
 Scales (GPUs are 8 a server; --full is not run by the tests: expect hours):
   smallest  16 GPUs (2 servers), tp 8 dp 2, GPT-style, 2 layers, 1 seed, two
@@ -34,6 +34,9 @@ repeat, 4 node-disjoint entropy values per QP, SprayPolicy=offset).
 Fault: blackhole:link=core (the first core/spine link) at half the healthy
 run's iteration time, with a stop at 100 x that time: an iteration a QP pinned
 to the black hole never finishes is reported unfinished.
+
+Questions (--only): topology, cc, routing, fault, claims (the smallest scale
+has topology only).
 
 Seeds: seed s runs with --seed=s and TitaSwitchNode::EcmpSalt=s-1 (another
 set of per-switch ECMP hashes; the collectives themselves are deterministic).
