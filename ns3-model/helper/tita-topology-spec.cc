@@ -63,6 +63,7 @@ MultiRailSpec(const TitaSpec& sp, TitaTopology* out, std::string* err)
     p.linkDelayNs = sp.TimeNs("delay", p.linkDelayNs);
     p.nvlink = sp.Flag("nvlink", false);
     p.nvlinkRateBps = sp.Rate("nvlink_rate", p.nvlinkRateBps);
+    p.dualPort = sp.Flag("dual_port", false);
     if (!sp.Check(err))
     {
         return false;

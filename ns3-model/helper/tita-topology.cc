@@ -289,21 +289,31 @@ TitaTopology::MultiRail(const MultiRailParams& p)
     {
         spines.push_back(t.AddSwitch("cluster-spine" + std::to_string(s), 3));
     }
+    const uint32_t ports = p.dualPort ? 2 : 1;
+    if (p.dualPort)
+    {
+        t.m_port1Host.assign(t.m_servers * p.gpusPerServer, -1);
+    }
     for (uint32_t b = 0; b < p.blocks; ++b)
     {
         const std::string bn = "block" + std::to_string(b);
-        std::vector<uint32_t> tors;
+        std::vector<uint32_t> tors; // rail r, port q: tors[r * ports + q]
         for (uint32_t r = 0; r < p.gpusPerServer; ++r)
         {
-            const uint32_t tor = t.AddSwitch(bn + "-rail" + std::to_string(r) + "-tor", 1);
-            t.m_vertices[tor].block = static_cast<int32_t>(b);
-            t.m_vertices[tor].gpu = static_cast<int32_t>(r);
-            tors.push_back(tor);
-            for (uint32_t s : spines)
+            for (uint32_t q = 0; q < ports; ++q)
             {
-                for (uint32_t k = 0; k < p.linksPerSpine; ++k)
+                const uint32_t tor = t.AddSwitch(
+                    bn + "-rail" + std::to_string(r) + "-tor" + (p.dualPort ? std::to_string(q) : std::string()),
+                    1);
+                t.m_vertices[tor].block = static_cast<int32_t>(b);
+                t.m_vertices[tor].gpu = static_cast<int32_t>(r);
+                tors.push_back(tor);
+                for (uint32_t s : spines)
                 {
-                    t.AddLink(tor, s, p.fabricRateBps, p.linkDelayNs);
+                    for (uint32_t k = 0; k < p.linksPerSpine; ++k)
+                    {
+                        t.AddLink(tor, s, p.fabricRateBps, p.linkDelayNs);
+                    }
                 }
             }
         }
@@ -325,7 +335,19 @@ TitaTopology::MultiRail(const MultiRailParams& p)
                 v.gpu = static_cast<int32_t>(g);
                 v.block = static_cast<int32_t>(b);
                 t.m_railHost[server * p.gpusPerServer + g] = t.m_hostIndex[nic];
-                t.AddLink(nic, tors[g], p.nicRateBps, p.linkDelayNs);
+                t.AddLink(nic, tors[g * ports], p.nicRateBps, p.linkDelayNs);
+                if (p.dualPort)
+                {
+                    // Port 1: a host of its own on the GPU's node, on the rail's other ToR.
+                    const uint32_t p1 = t.AddHost(gn + "-nic-port1");
+                    Vertex& w = t.m_vertices[p1];
+                    w.node = static_cast<int32_t>(nic);
+                    w.server = static_cast<int32_t>(server);
+                    w.gpu = static_cast<int32_t>(g);
+                    w.block = static_cast<int32_t>(b);
+                    t.m_port1Host[server * p.gpusPerServer + g] = t.m_hostIndex[p1];
+                    t.AddLink(p1, tors[g * ports + 1], p.nicRateBps, p.linkDelayNs);
+                }
                 if (p.nvlink)
                 {
                     const uint32_t nv = t.AddHost(gn + "-nvlink");
@@ -361,6 +383,17 @@ TitaTopology::RailHost(uint32_t server, uint32_t gpu) const
 {
     const std::size_t i = static_cast<std::size_t>(server) * m_gpusPerServer + gpu;
     return i < m_railHost.size() ? m_railHost[i] : -1;
+}
+
+int32_t
+TitaTopology::PortHost(uint32_t server, uint32_t gpu, uint32_t port) const
+{
+    if (port == 0)
+    {
+        return RailHost(server, gpu);
+    }
+    const std::size_t i = static_cast<std::size_t>(server) * m_gpusPerServer + gpu;
+    return port == 1 && i < m_port1Host.size() ? m_port1Host[i] : -1;
 }
 
 int32_t
