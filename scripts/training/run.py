@@ -35,8 +35,10 @@ Fault: blackhole:link=core (the first core/spine link) at half the healthy
 run's iteration time, with a stop at 100 x that time: an iteration a QP pinned
 to the black hole never finishes is reported unfinished.
 
-Questions (--only): topology, cc, routing, fault, claims (the smallest scale
-has topology only).
+Questions (--only): topology, cc, routing, fault, dualport, claims (the
+smallest scale has topology only). dualport runs on its own multi-rail
+fabric: a block per server (one server each, 2 spines), so that losing a ToR
+is black-holing its spine links, the only links tita-sim can black-hole.
 
 Seeds: seed s runs with --seed=s and TitaSwitchNode::EcmpSalt=s-1 (another
 set of per-switch ECMP hashes; the collectives themselves are deterministic).
@@ -90,6 +92,12 @@ def topo(kind, servers, rate="100Gbps"):
     if servers % 2:
         sys.exit("run.py: an even number of servers (two blocks / pods)")
     half = servers // 2
+    if kind in ("single", "dual"):
+        # The dual-port question: a server a block (so a ToR's traffic all
+        # crosses its spine links, which tita-sim can black-hole), 2 spines,
+        # single-port NICs or StarPulse's dual-port ones (2 x the NIC rate).
+        return (f"multirail:blocks={servers},servers=1,gpus=8,spines=2,nic_rate={rate},fabric_rate={rate},"
+                f"nvlink=1" + (",dual_port=1" if kind == "dual" else ""))
     if kind == "multirail":
         return (f"multirail:blocks=2,servers={half},gpus=8,spines={half},nic_rate={rate},"
                 f"fabric_rate={rate},nvlink=1")
@@ -103,8 +111,9 @@ def topo(kind, servers, rate="100Gbps"):
 
 # A configuration: (workload, fabric, cc, routing, fault, pxn, NIC rate).
 def cfg(w, fabric="multirail", cc="tita", routing="ecmp", fault=False, pxn=False, rate="100Gbps"):
-    name = f"{w}-{'mr' if fabric == 'multirail' else 'ft'}-{cc}-{routing}"
-    name += "-blackhole" if fault else ""
+    short = {"multirail": "mr", "fattree": "ft", "single": "mr1-single", "dual": "mr1-dual"}[fabric]
+    name = f"{w}-{short}-{cc}-{routing}"
+    name += ("-torloss" if fabric in ("single", "dual") else "-blackhole") if fault else ""
     name += "-pxn" if pxn else ""
     name += "" if rate == "100Gbps" else "-" + rate.removesuffix("Gbps") + "G"
     return name, dict(workload=w, fabric=fabric, cc=cc, routing=routing, fault=fault, pxn=pxn, rate=rate)
@@ -125,6 +134,11 @@ def questions(scale):
         "fault": ("One core link black-holed mid-iteration (multi-rail, tita)",
                   [cfg("gpt", routing="ecmp", fault=True), cfg("gpt", routing="dodge", fault=True),
                    cfg("gpt", routing="spray", fault=True)]),
+        "dualport": ("StarPulse's dual-port NIC: a server a block, single-port against dual-port NICs "
+                     "(2 channels, one a port), healthy and with block 0's rail-0 (port-0) ToR lost "
+                     "mid-iteration (tita, ECMP, QpTimeout 1 ms, RetryCnt 2)",
+                     [cfg("gpt", "single"), cfg("gpt", "single", fault=True),
+                      cfg("gpt", "dual"), cfg("gpt", "dual", fault=True)]),
         "claims": ("The reports' claims: a legacy stack (fat-tree, DCQCN, ECMP, no PXN) against StarPulse's "
                    "(multi-rail, tita, Hash Dodging, PXN), at 100G and with 400G NICs",
                    [cfg("gpt", "fattree", "dcqcn"), cfg("gpt", routing="dodge"),
@@ -184,9 +198,14 @@ def run_config(sim, out, scale, name, c, seed, force):
     d = os.path.join(out, name, f"seed{seed}")
     wl = workload_file(out, scale, c["workload"])
     spec = f"training:path={wl},nvlink=fluid" + (",pxn=1" if c["pxn"] else "")
+    dualq = c["fabric"] in ("single", "dual")
+    if dualq:
+        spec += ",channels=2"
     argv = [sim, "--topo=" + topo(c["fabric"], SCALES[scale]["servers"], c["rate"]), "--workload=" + spec,
             f"--cc={c['cc']}", f"--seed={seed}", f"--ns3::TitaSwitchNode::EcmpSalt={seed - 1}",
             "--ns3::TitaSwitchNode::DodgeField=udp-sport", "--qlen-interval=0", *ROUTING[c["routing"]]]
+    if dualq:
+        argv += ["--ns3::RdmaNicNetDevice::QpTimeout=8", "--ns3::RdmaNicNetDevice::RetryCnt=2"]
     if c["fault"]:
         healthy = dict(c, fault=False)
         hname, _ = cfg(**{k: healthy[k] for k in ("fabric", "cc", "routing", "pxn", "rate")}, w=c["workload"])
@@ -194,7 +213,10 @@ def run_config(sim, out, scale, name, c, seed, force):
         end = iteration_ns(hd)
         if end is None:
             sys.exit(f"run.py: {hd}: the healthy run did not finish an iteration")
-        argv += [f"--fault=blackhole:link=core,at={end // 2}ns", f"--stop={max(end * 100, 10_000_000)}ns"]
+        # The ToR's two spine links (block 0's first ToR: links 0 and 1) or the first core link.
+        fault = (";".join(f"blackhole:link={x},at={end // 2}ns" for x in (0, 1)) if dualq
+                 else f"blackhole:link=core,at={end // 2}ns")
+        argv += [f"--fault={fault}", f"--stop={max(end * 100, 10_000_000)}ns"]
     else:
         argv += ["--stop=2s"]
     run_one(sim, d, argv + [f"--out={d}"], force)
