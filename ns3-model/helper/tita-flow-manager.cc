@@ -242,7 +242,13 @@ TitaFlowManager::SendMessage(uint32_t src,
         }
     }
     NS_ABORT_MSG_IF(src >= (1U << 24) || dst >= (1U << 24), "host index above 2^24");
-    const uint64_t key = uint64_t{src} << 40 | uint64_t{dst} << 16 | channel;
+    uint64_t key = uint64_t{src} << 40 | uint64_t{dst} << 16 | channel;
+    if (!m_moved.empty() && m_moved.count(key) != 0)
+    {
+        src = static_cast<uint32_t>(m_partner[src]);
+        dst = static_cast<uint32_t>(m_partner[dst]);
+        key = uint64_t{src} << 40 | uint64_t{dst} << 16 | channel;
+    }
     auto it = m_connections.find(key);
     if (it == m_connections.end())
     {
@@ -259,6 +265,7 @@ TitaFlowManager::SendMessage(uint32_t src,
     f.srcQpn = it->second.srcQpn;
     f.dstQpn = it->second.dstQpn;
     f.message = true;
+    f.channel = channel;
     f.onSent = std::move(onSent);
     f.onReceived = std::move(onReceived);
     ++m_started;
@@ -349,6 +356,26 @@ TitaFlowManager::Complete(const eng::WorkCompletion& wc, Time at)
     Flow& f = it->second;
     if (wc.status != eng::WcStatus::kSuccess)
     {
+        if (!recv && f.message && !m_partner.empty())
+        {
+            if (f.received)
+            {
+                // It arrived; only its acknowledgement was lost: sent.
+                f.sent = true;
+                if (f.onSent)
+                {
+                    f.onSent(f.rec);
+                }
+                Finish(f);
+                m_flows.erase(id);
+                return;
+            }
+            if (PortFailover(f))
+            {
+                m_flows.erase(id);
+                return;
+            }
+        }
         f.rec.ok = false;
     }
     if (recv)
@@ -381,6 +408,36 @@ TitaFlowManager::Complete(const eng::WorkCompletion& wc, Time at)
         Finish(f);
         m_flows.erase(id);
     }
+}
+
+bool
+TitaFlowManager::PortFailover(Flow& f)
+{
+    const uint32_t src = f.rec.src;
+    const uint32_t dst = f.rec.dst;
+    if (src >= m_partner.size() || dst >= m_partner.size() || m_partner[src] < 0 || m_partner[dst] < 0)
+    {
+        return false;
+    }
+    const uint64_t key = uint64_t{src} << 40 | uint64_t{dst} << 16 | f.channel;
+    // Once moved, a connection stays on the partner ports; a message failing
+    // there has nowhere else to go (the partner of a moved connection's ports
+    // is where it came from).
+    for (const auto& [k, moved] : m_moved)
+    {
+        const auto ps = static_cast<uint32_t>(m_partner[k >> 40]);
+        const auto pd = static_cast<uint32_t>(m_partner[(k >> 16) & 0xffffff]);
+        if (ps == src && pd == dst && (k & 0xffff) == f.channel)
+        {
+            return false;
+        }
+    }
+    m_moved[key] = true;
+    ++m_portFailovers;
+    ++m_finished; // this try ends here; the message starts again on the partners
+    SendMessage(src, dst, f.rec.bytes, f.rec.group, f.rec.step, f.channel, std::move(f.onSent),
+                std::move(f.onReceived));
+    return true;
 }
 
 uint64_t

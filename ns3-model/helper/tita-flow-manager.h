@@ -87,6 +87,16 @@ class TitaFlowManager : public Object
                          Done onSent,
                          Done onReceived);
 
+    /// Dual-port NICs (TitaTopology::PortHost): partner[h] is the host index of
+    /// the other port of host h's NIC, -1 for none. A message whose send fails
+    /// (its QP broke: retries exhausted, e.g. behind a dead ToR) before it
+    /// arrived is sent again between the two partner ports on the same channel,
+    /// and that connection's later messages go there too: a ToR loss survived on
+    /// the other port. A message that arrived and lost only its ACK counts as sent.
+    void SetPortPartners(std::vector<int32_t> partner) { m_partner = std::move(partner); }
+    /// Messages moved to the other ports so far.
+    uint32_t GetPortFailovers() const { return m_portFailovers; }
+
     /// Intra-host (NVLink) messages as a fluid rather than packets, for runs
     /// whose NVLink traffic is too large to simulate packet by packet: a message
     /// between two NVLink NICs occupies the sender's and the receiver's port
@@ -147,9 +157,15 @@ class TitaFlowManager : public Object
         bool message = false;
         bool sent = false;
         bool received = false;
+        uint16_t channel = 0;
         Done onSent;
         Done onReceived;
     };
+    /// OnCompletion's failover for a message whose send failed (SetPortPartners).
+    bool PortFailover(Flow& f);
+    std::vector<int32_t> m_partner;
+    std::unordered_map<uint64_t, bool> m_moved; ///< connection keys moved to the partner ports
+    uint32_t m_portFailovers = 0;
     struct Connection
     {
         uint32_t src = 0; ///< host indices

@@ -22,8 +22,27 @@ FatTreeSpec(const TitaSpec& sp, TitaTopology* out, std::string* err)
     p.aggCoreRateBps = sp.Rate("core_rate", p.torAggRateBps);
     p.linkDelayNs = sp.TimeNs("delay", p.linkDelayNs);
     p.oversubscription = sp.Real("oversub", 0, 0, 1000);
+    p.gpusPerServer = sp.Count("gpus", 0);
+    p.nvlink = sp.Flag("nvlink", false);
+    p.nvlinkRateBps = sp.Rate("nvlink_rate", p.nvlinkRateBps);
     if (!sp.Check(err))
     {
+        return false;
+    }
+    if (p.oversubscription > 0 && p.gpusPerServer > 0)
+    {
+        *err = "--topo=fattree: gpus= and oversub= together: give hosts= (a multiple of gpus)";
+        return false;
+    }
+    if (p.gpusPerServer > 0 && p.hostsPerTor % p.gpusPerServer != 0)
+    {
+        *err = "--topo=fattree: hosts " + std::to_string(p.hostsPerTor) + " is not a multiple of gpus " +
+               std::to_string(p.gpusPerServer) + " (a server's GPUs share one ToR)";
+        return false;
+    }
+    if (p.nvlink && p.gpusPerServer == 0)
+    {
+        *err = "--topo=fattree: nvlink=1 needs gpus= (GPU servers)";
         return false;
     }
     *out = TitaTopology::FatTree(p);
@@ -44,6 +63,7 @@ MultiRailSpec(const TitaSpec& sp, TitaTopology* out, std::string* err)
     p.linkDelayNs = sp.TimeNs("delay", p.linkDelayNs);
     p.nvlink = sp.Flag("nvlink", false);
     p.nvlinkRateBps = sp.Rate("nvlink_rate", p.nvlinkRateBps);
+    p.dualPort = sp.Flag("dual_port", false);
     if (!sp.Check(err))
     {
         return false;

@@ -201,6 +201,7 @@ TitaTopology::FatTree(const FatTreeParams& in)
         p.hostsPerTor = static_cast<uint32_t>(std::llround(
             p.oversubscription * p.aggsPerPod * static_cast<double>(p.torAggRateBps) / p.hostRateBps));
     }
+    const uint32_t g = p.gpusPerServer;
     TitaTopology t;
     std::vector<uint32_t> cores;
     for (uint32_t c = 0; c < p.aggsPerPod * p.coresPerAgg; ++c)
@@ -230,13 +231,47 @@ TitaTopology::FatTree(const FatTreeParams& in)
             {
                 t.AddLink(tor, a, p.torAggRateBps, p.linkDelayNs);
             }
+            uint32_t nvswitch = 0;
             for (uint32_t h = 0; h < p.hostsPerTor; ++h)
             {
                 const uint32_t host = t.AddHost(bn + "-host" + std::to_string(h));
                 t.m_vertices[host].block = static_cast<int32_t>(block);
                 t.AddLink(host, tor, p.hostRateBps, p.linkDelayNs);
+                if (g == 0)
+                {
+                    continue;
+                }
+                // GPU servers: host h of this ToR is GPU h % g of the ToR's server h / g.
+                const uint32_t server = (block * p.hostsPerTor + h) / g;
+                const uint32_t gpu = h % g;
+                Vertex& v = t.m_vertices[host];
+                v.server = static_cast<int32_t>(server);
+                v.gpu = static_cast<int32_t>(gpu);
+                t.m_railHost.push_back(t.m_hostIndex[host]);
+                t.m_nvlinkHost.push_back(-1);
+                if (p.nvlink)
+                {
+                    if (gpu == 0)
+                    {
+                        nvswitch = t.AddSwitch(bn + "-server" + std::to_string(h / g) + "-nvswitch", 0);
+                    }
+                    const uint32_t nv = t.AddHost(bn + "-host" + std::to_string(h) + "-nvlink");
+                    Vertex& w = t.m_vertices[nv];
+                    w.node = static_cast<int32_t>(host); // same GPU, same ns-3 node
+                    w.server = static_cast<int32_t>(server);
+                    w.gpu = static_cast<int32_t>(gpu);
+                    w.block = static_cast<int32_t>(block);
+                    w.nvlink = true;
+                    t.m_nvlinkHost.back() = t.m_hostIndex[nv];
+                    t.AddLink(nv, nvswitch, p.nvlinkRateBps, p.nvlinkDelayNs);
+                }
             }
         }
+    }
+    if (g > 0)
+    {
+        t.m_servers = static_cast<uint32_t>(t.m_railHost.size()) / g;
+        t.m_gpusPerServer = g;
     }
     return t;
 }
@@ -254,21 +289,31 @@ TitaTopology::MultiRail(const MultiRailParams& p)
     {
         spines.push_back(t.AddSwitch("cluster-spine" + std::to_string(s), 3));
     }
+    const uint32_t ports = p.dualPort ? 2 : 1;
+    if (p.dualPort)
+    {
+        t.m_port1Host.assign(t.m_servers * p.gpusPerServer, -1);
+    }
     for (uint32_t b = 0; b < p.blocks; ++b)
     {
         const std::string bn = "block" + std::to_string(b);
-        std::vector<uint32_t> tors;
+        std::vector<uint32_t> tors; // rail r, port q: tors[r * ports + q]
         for (uint32_t r = 0; r < p.gpusPerServer; ++r)
         {
-            const uint32_t tor = t.AddSwitch(bn + "-rail" + std::to_string(r) + "-tor", 1);
-            t.m_vertices[tor].block = static_cast<int32_t>(b);
-            t.m_vertices[tor].gpu = static_cast<int32_t>(r);
-            tors.push_back(tor);
-            for (uint32_t s : spines)
+            for (uint32_t q = 0; q < ports; ++q)
             {
-                for (uint32_t k = 0; k < p.linksPerSpine; ++k)
+                const uint32_t tor = t.AddSwitch(
+                    bn + "-rail" + std::to_string(r) + "-tor" + (p.dualPort ? std::to_string(q) : std::string()),
+                    1);
+                t.m_vertices[tor].block = static_cast<int32_t>(b);
+                t.m_vertices[tor].gpu = static_cast<int32_t>(r);
+                tors.push_back(tor);
+                for (uint32_t s : spines)
                 {
-                    t.AddLink(tor, s, p.fabricRateBps, p.linkDelayNs);
+                    for (uint32_t k = 0; k < p.linksPerSpine; ++k)
+                    {
+                        t.AddLink(tor, s, p.fabricRateBps, p.linkDelayNs);
+                    }
                 }
             }
         }
@@ -290,7 +335,19 @@ TitaTopology::MultiRail(const MultiRailParams& p)
                 v.gpu = static_cast<int32_t>(g);
                 v.block = static_cast<int32_t>(b);
                 t.m_railHost[server * p.gpusPerServer + g] = t.m_hostIndex[nic];
-                t.AddLink(nic, tors[g], p.nicRateBps, p.linkDelayNs);
+                t.AddLink(nic, tors[g * ports], p.nicRateBps, p.linkDelayNs);
+                if (p.dualPort)
+                {
+                    // Port 1: a host of its own on the GPU's node, on the rail's other ToR.
+                    const uint32_t p1 = t.AddHost(gn + "-nic-port1");
+                    Vertex& w = t.m_vertices[p1];
+                    w.node = static_cast<int32_t>(nic);
+                    w.server = static_cast<int32_t>(server);
+                    w.gpu = static_cast<int32_t>(g);
+                    w.block = static_cast<int32_t>(b);
+                    t.m_port1Host[server * p.gpusPerServer + g] = t.m_hostIndex[p1];
+                    t.AddLink(p1, tors[g * ports + 1], p.nicRateBps, p.linkDelayNs);
+                }
                 if (p.nvlink)
                 {
                     const uint32_t nv = t.AddHost(gn + "-nvlink");
@@ -326,6 +383,17 @@ TitaTopology::RailHost(uint32_t server, uint32_t gpu) const
 {
     const std::size_t i = static_cast<std::size_t>(server) * m_gpusPerServer + gpu;
     return i < m_railHost.size() ? m_railHost[i] : -1;
+}
+
+int32_t
+TitaTopology::PortHost(uint32_t server, uint32_t gpu, uint32_t port) const
+{
+    if (port == 0)
+    {
+        return RailHost(server, gpu);
+    }
+    const std::size_t i = static_cast<std::size_t>(server) * m_gpusPerServer + gpu;
+    return port == 1 && i < m_port1Host.size() ? m_port1Host[i] : -1;
 }
 
 int32_t

@@ -84,6 +84,15 @@ class TitaTopology
         uint64_t linkDelayNs = 1000;
         /// If > 0: hostsPerTor = oversubscription x aggsPerPod x torAggRate / hostRate.
         double oversubscription = 0;
+        /// If > 0: GPU servers, as a classic (not rail-optimised) cluster: every
+        /// gpusPerServer consecutive hosts of a ToR are the NICs of one server's
+        /// GPUs (hostsPerTor a multiple of it), so all NICs of a server share its
+        /// ToR; RailHost/NvlinkHost answer as on a multi-rail topology.
+        uint32_t gpusPerServer = 0;
+        /// With gpusPerServer: each GPU also on its server's NVSwitch, as MultiRail's nvlink.
+        bool nvlink = false;
+        uint64_t nvlinkRateBps = 3'600'000'000'000;
+        uint64_t nvlinkDelayNs = 200;
     };
     static TitaTopology FatTree(const FatTreeParams& p);
 
@@ -105,6 +114,10 @@ class TitaTopology
         bool nvlink = false;
         uint64_t nvlinkRateBps = 3'600'000'000'000;
         uint64_t nvlinkDelayNs = 200;
+        /// StarPulse's dual-port NIC: two ToRs per rail in a block (port 0's and
+        /// port 1's), each GPU's NIC with a port on each at nicRate (2 x 100G:
+        /// nicRate 100G). A port is a host of its own on the GPU's node.
+        bool dualPort = false;
     };
     static TitaTopology MultiRail(const MultiRailParams& p);
 
@@ -115,6 +128,11 @@ class TitaTopology
     /// Multi-rail lookups: host index of (server, gpu); the NVLink NIC's host index.
     int32_t RailHost(uint32_t server, uint32_t gpu) const;
     int32_t NvlinkHost(uint32_t server, uint32_t gpu) const;
+    /// Dual-port NICs: the host index of port `port` (0: RailHost) of (server,
+    /// gpu)'s NIC; -1 if it has no such port.
+    int32_t PortHost(uint32_t server, uint32_t gpu, uint32_t port) const;
+    /// Rail NIC ports per GPU: 2 with dualPort, else 1 (0: no GPUs).
+    uint32_t GetNicPorts() const { return m_servers == 0 ? 0 : (m_port1Host.empty() ? 1 : 2); }
     uint32_t GetNServers() const { return m_servers; }
     uint32_t GetGpusPerServer() const { return m_gpusPerServer; }
 
@@ -127,6 +145,7 @@ class TitaTopology
     uint32_t m_gpusPerServer = 0;
     std::vector<int32_t> m_railHost;   // server * gpus + gpu -> host index
     std::vector<int32_t> m_nvlinkHost;
+    std::vector<int32_t> m_port1Host; // dual-port NICs: server * gpus + gpu -> port 1's host index
 
   public:
     int32_t HostIndexOf(uint32_t vertex) const { return m_hostIndex[vertex]; }

@@ -85,7 +85,7 @@ TitaTraining::Place(std::string* err)
     const uint32_t have = topo.GetNServers() * m_gpusPerServer;
     if (have == 0)
     {
-        *err = "--workload=training needs a multi-rail topology (--topo=multirail:...)";
+        *err = "--workload=training needs GPU servers (--topo=multirail:... or fattree:...,gpus=G)";
         return false;
     }
     if (m_file.allGpus > have)
@@ -102,6 +102,10 @@ TitaTraining::Place(std::string* err)
         k.server = static_cast<int32_t>(server);
         k.gpu = static_cast<int32_t>(gpu);
         m_place.push_back(k);
+        if (topo.GetNicPorts() == 2)
+        {
+            m_port1.push_back(static_cast<uint32_t>(topo.PortHost(server, gpu, 1)));
+        }
     }
     m_gpus.assign(m_file.allGpus, Gpu{});
     m_recvBytes.assign(m_file.allGpus, 0);
@@ -310,7 +314,9 @@ TitaTraining::MaybeLaunch(uint32_t comm)
     else
     {
         const uint64_t one = TitaCollective::IdealNsOf(m_mgr, kind, ranks, (p.bytes + channels - 1) / channels);
-        const uint64_t ser = full > one ? channels * (full - one) / (channels - 1) : 0;
+        // Dual-port NICs: the channels alternate between the two ports.
+        const uint64_t ports = m_port1.empty() ? 1 : 2;
+        const uint64_t ser = full > one ? channels * (full - one) / (channels - 1) / ports : 0;
         m_collectives[id].idealNs = std::max(one, ser);
     }
     auto self = shared_from_this();
@@ -327,23 +333,32 @@ TitaTraining::MaybeLaunch(uint32_t comm)
         const uint64_t share = p.bytes / channels + (ch < p.bytes % channels ? 1 : 0);
         const int32_t cid = m_nextCollectiveId++;
         std::shared_ptr<TitaCollective> c;
+        // Dual-port NICs: odd channels on every member's port 1 (the rail's other ToR).
+        std::vector<TitaCollective::Rank> on = ranks;
+        if (!m_port1.empty() && ch % 2 == 1)
+        {
+            for (std::size_t i = 0; i < on.size(); ++i)
+            {
+                on[i].host = m_port1[m_comms[comm].members[i]];
+            }
+        }
         switch (p.type)
         {
         case TitaTrainingCollective::kAllReduce:
-            c = TitaCollective::RingAllReduce(m_mgr, cid, ranks, share, Time(0));
+            c = TitaCollective::RingAllReduce(m_mgr, cid, on, share, Time(0));
             break;
         case TitaTrainingCollective::kAllGather:
-            c = TitaCollective::RingAllGather(m_mgr, cid, ranks, share, Time(0));
+            c = TitaCollective::RingAllGather(m_mgr, cid, on, share, Time(0));
             break;
         case TitaTrainingCollective::kReduceScatter:
-            c = TitaCollective::RingReduceScatter(m_mgr, cid, ranks, share, Time(0));
+            c = TitaCollective::RingReduceScatter(m_mgr, cid, on, share, Time(0));
             break;
         case TitaTrainingCollective::kAllToAll:
-            c = m_opts.pxn ? TitaCollective::AllToAllPxn(m_mgr, cid, ranks, share, Time(0))
-                           : TitaCollective::AllToAll(m_mgr, cid, ranks, share, Time(0));
+            c = m_opts.pxn ? TitaCollective::AllToAllPxn(m_mgr, cid, on, share, Time(0))
+                           : TitaCollective::AllToAll(m_mgr, cid, on, share, Time(0));
             break;
         default:
-            c = TitaCollective::SendRecv(m_mgr, cid, ranks, share, Time(0));
+            c = TitaCollective::SendRecv(m_mgr, cid, on, share, Time(0));
             break;
         }
         c->SetChannel(static_cast<uint16_t>(ch));
@@ -643,6 +658,11 @@ TitaTraining::Write(TitaOutputWriter& out, const TitaTraining* bound) const
 void
 TitaTraining::Describe(TitaNotes& notes, const TitaTraining* bound) const
 {
+    if (m_mgr->GetPortFailovers() > 0)
+    {
+        notes.Line() << "training: " << m_mgr->GetPortFailovers()
+                     << " message(s) moved to the other port of their NICs after their QP broke\n";
+    }
     for (std::size_t i = 0; i < m_iterations.size(); ++i)
     {
         const Iteration& x = m_iterations[i];

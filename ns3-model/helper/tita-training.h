@@ -169,6 +169,7 @@ class TitaTraining : public std::enable_shared_from_this<TitaTraining>
     TitaTrainingOptions m_opts;
     uint32_t m_gpusPerServer = 0;
     std::vector<TitaCollective::Rank> m_place; ///< rank -> host, server, gpu
+    std::vector<uint32_t> m_port1;             ///< dual-port NICs: rank -> port 1's host (odd channels)
     std::vector<Comm> m_comms;
     std::map<std::pair<uint32_t, uint64_t>, uint32_t> m_commIndex; ///< (group kind, key) -> comm
     std::vector<Gpu> m_gpus;

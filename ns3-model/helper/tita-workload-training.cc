@@ -103,6 +103,24 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
         set.Notes().Line() << "training: the topology has no NVLink fabric (nvlink=1): GPUs of one server talk "
                               "through their rail NICs\n";
     }
+    const TitaTopology& topo = set.GetNetwork().GetTopology();
+    if (topo.GetNicPorts() == 2)
+    {
+        std::vector<int32_t> partner(topo.Hosts().size(), -1);
+        for (uint32_t s = 0; s < topo.GetNServers(); ++s)
+        {
+            for (uint32_t g = 0; g < topo.GetGpusPerServer(); ++g)
+            {
+                const int32_t p0 = topo.PortHost(s, g, 0);
+                const int32_t p1 = topo.PortHost(s, g, 1);
+                partner[p0] = p1;
+                partner[p1] = p0;
+            }
+        }
+        set.GetFlowManager()->SetPortPartners(std::move(partner));
+        set.Notes().Line() << "training: dual-port NICs: channels alternate between the ports (channels=2 or more "
+                              "to use both); a message whose QP breaks moves to the other port\n";
+    }
     if (nvlink == "fluid")
     {
         set.GetFlowManager()->SetFluidNvlink(true);

@@ -209,6 +209,12 @@ TitaSwitchNode::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&TitaSwitchNode::m_ecmpSeed),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("EcmpSalt",
+                          "Mixed into the ECMP seeds derived from node ids (EcmpSeed 0): another "
+                          "set of per-switch hashes for repeated runs (0: the usual ones)",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_ecmpSalt),
+                          MakeUintegerChecker<uint32_t>())
             .AddAttribute("DodgeField",
                           "Header field carrying the Hash Dodging offset: none, dscp, udp-sport",
                           StringValue("none"),
@@ -336,7 +342,7 @@ TitaSwitchNode::Setup()
     cfg.mmu.pfc_dynamic = m_pfcDynamic;
     cfg.mmu.pfc_alpha = m_pfcAlpha;
     cfg.mmu.resume_offset_bytes = m_resumeOffsetBytes;
-    cfg.ecmp.seed = m_ecmpSeed ? m_ecmpSeed : 0x9e3779b9u * (GetId() + 1);
+    cfg.ecmp.seed = m_ecmpSeed ? m_ecmpSeed : 0x9e3779b9u * (GetId() + 1) + 0x85ebca6bu * m_ecmpSalt;
     NS_ABORT_MSG_UNLESS(wire::parse_dodge_field(m_dodgeField, &cfg.ecmp.dodge_field),
                         "DodgeField '" << m_dodgeField << "' is not " << wire::kDodgeFieldNames);
     // DodgeMask 0: the field's default, as tita-switch and the engine use it.

@@ -138,6 +138,7 @@ class TitaSwitchNode : public Node
     bool m_int;
     bool m_decrementTtl;
     uint32_t m_ecmpSeed;
+    uint32_t m_ecmpSalt;
     std::string m_dodgeField;
     uint16_t m_dodgeMask;
     uint32_t m_dodgeStride;

@@ -147,6 +147,28 @@ class TitaTopologySpecTestCase : public TestCase
         NS_TEST_EXPECT_MSG_EQ(t.GetNServers(), 4, "servers");
         NS_TEST_EXPECT_MSG_EQ(t.Hosts().size(), 32, "a rail NIC and an NVLink NIC per GPU");
 
+        // A classic GPU cluster: 2 pods x 2 ToRs x 16 hosts = 8 servers of 8 GPUs,
+        // a server's NICs all on its ToR, an NVSwitch per server.
+        NS_TEST_ASSERT_MSG_EQ(TitaParseTopology("fattree:pods=2,tors=2,aggs=2,hosts=16,cores=2,gpus=8,nvlink=1",
+                                                &t,
+                                                &err),
+                              true,
+                              err);
+        NS_TEST_EXPECT_MSG_EQ(t.GetNServers(), 8, "fat-tree servers");
+        NS_TEST_EXPECT_MSG_EQ(t.GetGpusPerServer(), 8, "fat-tree GPUs per server");
+        NS_TEST_EXPECT_MSG_EQ(t.Hosts().size(), 128, "a NIC and an NVLink NIC per GPU");
+        for (uint32_t sv = 0; sv < 8; ++sv)
+        {
+            for (uint32_t g = 0; g < 8; ++g)
+            {
+                const auto& nic = t.Vertices()[t.Hosts()[t.RailHost(sv, g)]];
+                const auto& nv = t.Vertices()[t.Hosts()[t.NvlinkHost(sv, g)]];
+                NS_TEST_EXPECT_MSG_EQ(nic.server * 8 + nic.gpu, static_cast<int32_t>(sv * 8 + g), "NIC's GPU");
+                NS_TEST_EXPECT_MSG_EQ(nic.block, static_cast<int32_t>(sv / 2), "two servers a ToR");
+                NS_TEST_EXPECT_MSG_EQ(nv.nvlink && nv.node == nic.node, true, "NVLink NIC on the GPU's node");
+            }
+        }
+
         const std::string file = TITA_DATA_DIR "/workloads/fat_tree_320.topo";
         NS_TEST_ASSERT_MSG_EQ(TitaParseTopology(file, &t, &err), true, err);
         NS_TEST_EXPECT_MSG_EQ(t.Hosts().size(), 320, "HPCC file, bare path");
@@ -158,8 +180,13 @@ class TitaTopologySpecTestCase : public TestCase
         const std::pair<std::string, std::string> bad[] = {
             {"star:n=1", "--topo=star: n: 1 is out of range (at least 2)"},
             {"fattree:podz=2",
-             "--topo=fattree: unknown key 'podz' (known: aggs, core_rate, cores, delay, fabric_rate, host_rate, "
-             "hosts, oversub, pods, tors)"},
+             "--topo=fattree: unknown key 'podz' (known: aggs, core_rate, cores, delay, fabric_rate, gpus, "
+             "host_rate, hosts, nvlink, nvlink_rate, oversub, pods, tors)"},
+            {"fattree:hosts=12,gpus=8",
+             "--topo=fattree: hosts 12 is not a multiple of gpus 8 (a server's GPUs share one ToR)"},
+            {"fattree:nvlink=1", "--topo=fattree: nvlink=1 needs gpus= (GPU servers)"},
+            {"fattree:oversub=2,gpus=8",
+             "--topo=fattree: gpus= and oversub= together: give hosts= (a multiple of gpus)"},
             {"multirail:nvlink=2", "--topo=multirail: nvlink: '2': expected 0 or 1"},
             {"file:path=x,y=1", "--topo=file: unknown key 'y' (known: path)"},
             {"/nonexistent.topo", "--topo: cannot open /nonexistent.topo"},
@@ -408,7 +435,7 @@ class TitaWorkloadSetTestCase : public TestCase
             {"flows:path=/nonexistent", "--workload=flows: cannot open /nonexistent"},
             {"training:path=/nonexistent", "/nonexistent: cannot open"},
             {"training:path=" TITA_DATA_DIR "/training/all-types.txt",
-             "--workload=training needs a multi-rail topology (--topo=multirail:...)"},
+             "--workload=training needs GPU servers (--topo=multirail:... or fattree:...,gpus=G)"},
         };
         for (const auto& [spec, want] : bad)
         {
