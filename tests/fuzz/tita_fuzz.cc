@@ -8,6 +8,9 @@
 //                  canary (a byte outside any MR that changes aborts), the
 //                  remote-read-only and the local-only MRs must never change,
 //                  and ASan watches the rest of the process.
+//                  Two engines take every input, one with the receive fast path
+//                  and one without; after each record they must agree on QP
+//                  state, counters, completions, emitted bytes and memory.
 //   switch         frames into lib/fabric's data plane on any port (PFC, VLAN,
 //                  IPv4/IPv6, malformed), time, dequeues with the egress edit
 //                  applied; once drained, every buffer and queue counter is back
@@ -100,6 +103,13 @@ struct Guarded {
 struct NullIo : engine::PacketIo {
   uint8_t scratch[4096];
   uint64_t frames = 0;
+  uint64_t hash = 0;  // FNV-1a of every byte handed over, in order (EngineDiffTarget compares it)
+  void mix(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    uint64_t h = hash ^ 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+    hash = h;
+  }
   uint32_t space = 256;
   uint32_t tx_space() override { return space; }
   void transmit_burst(uint64_t, const engine::TxFrame* burst, uint32_t n) override {
@@ -109,12 +119,16 @@ struct NullIo : engine::PacketIo {
     // Read every byte the engine hands over (a payload pointer outside an MR is
     // an ASan report or a guard-page fault).
     std::memcpy(scratch, f.hdr, std::min<size_t>(f.hdr_len, sizeof scratch));
+    mix(f.hdr, f.hdr_len);
     for (uint32_t i = 0; i < f.n_payload; ++i) {
       const auto* p = static_cast<const uint8_t*>(f.payload[i].data);
       for (uint32_t at = 0; at < f.payload[i].len; at += sizeof scratch) {
-        std::memcpy(scratch, p + at, std::min<size_t>(f.payload[i].len - at, sizeof scratch));
+        const size_t n = std::min<size_t>(f.payload[i].len - at, sizeof scratch);
+        std::memcpy(scratch, p + at, n);
+        mix(scratch, n);
       }
     }
+    mix(f.tail, f.tail_len);
     ++frames;
   }
 };
@@ -177,13 +191,20 @@ struct EngineTarget {
     for (int i = 0; i < kRegions; ++i) region[i].create(sizes[i], fills[i]);
   }
 
-  void open() {
+  // Each region's address for the engine (its IOVA): the same in every
+  // EngineTarget, so that two of them take the same frames.
+  static uint64_t iova(int r) { return 0x1000'0000ull * static_cast<uint64_t>(r + 1); }
+
+  // `fast`: EngineConfig::fast_path (EngineDiffTarget runs one engine with it, one without).
+  void open(bool fast = true) {
     for (const Guarded& g : region) g.reset();
     io.frames = 0;
+    io.hash = 0;
     io.space = 256;
     engine::EngineConfig cfg;
     cfg.gid = our_gid;
     std::memcpy(cfg.mac, kOurMac, 6);
+    cfg.fast_path = fast;
     cfg.verify_icrc = false;  // mutated frames get past the ICRC to the state machines
     cfg.compute_icrc = false;  // what we send is discarded (NullIo reads every byte of it)
     cfg.line_rate_bps = 10'000'000'000;
@@ -200,7 +221,7 @@ struct EngineTarget {
                                        kAccessRemoteRead, kAccessLocalWrite | kAccessRemoteWrite, kAccessLocalWrite,
                                        kAccessLocalWrite};
     for (int i = 0; i < kRegions; ++i) {
-      require(eng->reg_mr(pd, region[i].mr, region[i].len, access[i], &mr[i]) == 0, "reg_mr");
+      require(eng->reg_mr(pd, region[i].mr, region[i].len, iova(i), access[i], &mr[i]) == 0, "reg_mr");
     }
     require(eng->create_cq(512, &cq) == 0, "create_cq");
     std::string err;
@@ -229,7 +250,7 @@ struct EngineTarget {
   void post_recv(int q, uint16_t off, uint16_t len) {
     const uint32_t o = off % region[kSink].len;
     const uint32_t n = std::min<uint32_t>(len, static_cast<uint32_t>(region[kSink].len - o));
-    engine::Sge sge{reinterpret_cast<uint64_t>(region[kSink].mr + o), n, mr[kSink].lkey};
+    engine::Sge sge{iova(kSink) + o, n, mr[kSink].lkey};
     engine::RecvWr wr;
     wr.sg_list = &sge;
     wr.num_sge = 1;
@@ -247,7 +268,7 @@ struct EngineTarget {
     const bool atomic = op == WrOpcode::kAtomicFetchAndAdd || op == WrOpcode::kAtomicCmpAndSwp;
     const uint32_t len = atomic ? 8 : (p[1] | p[2] << 8) % 6000;
     const uint32_t off = atomic ? (p[3] % 64) * 8 : (p[3] | p[4] << 8) % (region[kSink].len - len);
-    Sge sge{reinterpret_cast<uint64_t>(region[kSink].mr + off), len, mr[kSink].lkey};
+    Sge sge{iova(kSink) + off, len, mr[kSink].lkey};
     SendWr wr;
     wr.opcode = op;
     wr.sg_list = &sge;
@@ -301,7 +322,7 @@ struct EngineTarget {
       auto place = [&](uint8_t* va_be, uint8_t* rkey_be) {
         uint64_t va = 0;
         for (int i = 0; i < 8; ++i) va = va << 8 | va_be[i];
-        const uint64_t lo = reinterpret_cast<uint64_t>(region[r].mr);
+        const uint64_t lo = iova(r);
         va = lo + va % (region[r].len + 256) - 128;
         for (int i = 7; i >= 0; --i) va_be[i] = static_cast<uint8_t>(va), va >>= 8;
         if (!(sel & 0x80)) {
@@ -370,6 +391,110 @@ struct EngineTarget {
       }
     });
     eng.reset();
+  }
+};
+
+// The engine target run twice over: one engine with the receive fast path
+// (EngineConfig::fast_path), one without, each record given to both (a frame
+// rewritten once, against the general engine's state) and after each the two
+// held to the same QP state (Engine::qp_state_text), counters, completions,
+// emitted bytes and memory. Every EngineTarget oracle runs on both.
+struct EngineDiffTarget {
+  EngineTarget fast, general;
+
+  void same(bool ok, const char* what) { require(ok, what); }
+
+  void compare() {
+    engine::EngineCounters a = fast.eng->counters(), b = general.eng->counters();
+    a.rx_fast = b.rx_fast = 0;
+    same(std::memcmp(&a, &b, sizeof a) == 0, "fast path: engine counters differ from the general path's");
+    same(fast.eng->next_wakeup_ns() == general.eng->next_wakeup_ns(), "fast path: next wakeup differs");
+    for (int q = 0; q < 2; ++q) {
+      same(fast.eng->qp_state_text(fast.qpn[q]) == general.eng->qp_state_text(general.qpn[q]),
+           "fast path: QP state differs from the general path's");
+      same(std::memcmp(fast.eng->qp_counters(fast.qpn[q]), general.eng->qp_counters(general.qpn[q]),
+                       sizeof(engine::QpCounters)) == 0,
+           "fast path: QP counters differ");
+    }
+    engine::WorkCompletion wa[64], wb[64];
+    for (;;) {
+      const int na = fast.eng->poll_cq(fast.cq, 64, wa), nb = general.eng->poll_cq(general.cq, 64, wb);
+      same(na == nb, "fast path: a different number of completions");
+      for (int k = 0; k < na; ++k) {
+        same(wa[k].wr_id == wb[k].wr_id && wa[k].status == wb[k].status && wa[k].opcode == wb[k].opcode &&
+                 wa[k].byte_len == wb[k].byte_len && wa[k].imm_data == wb[k].imm_data &&
+                 wa[k].with_imm == wb[k].with_imm && wa[k].qp_num == wb[k].qp_num,
+             "fast path: a completion differs");
+      }
+      if (na <= 0) break;
+    }
+    same(fast.io.frames == general.io.frames && fast.io.hash == general.io.hash, "fast path: emitted frames differ");
+    for (int r = 0; r < EngineTarget::kRegions; ++r) {
+      same(std::memcmp(fast.region[r].mr, general.region[r].mr, fast.region[r].len) == 0,
+           "fast path: memory differs");
+    }
+  }
+
+  void run(const uint8_t* data, size_t size) {
+    fast.open(true);
+    general.open(false);
+    auto both = [&](auto fn) {
+      fn(fast);
+      fn(general);
+    };
+    auto settle = [&] {
+      both([](EngineTarget& t) { t.eng->poll(t.now); });
+      compare();
+      both([](EngineTarget& t) { t.check(); });
+    };
+    size_t i = 0;
+    while (i + 3 <= size) {
+      const uint8_t op = data[i];
+      const size_t len = std::min<size_t>(data[i + 1] | data[i + 2] << 8, size - i - 3);
+      i += 3;
+      const uint8_t* p = data + i;
+      const int q = op >> 3 & 1;
+      size_t used = len;
+      switch (op & 7) {
+        case 0: case 1: case 2: case 3: {
+          if (len < 2) break;
+          std::vector<uint8_t> f(p + 1, p + len);
+          general.fix_up(f, q, op & 0x40, p[0]);
+          both([&](EngineTarget& t) { t.eng->receive(t.now, f.data(), static_cast<uint32_t>(f.size())); });
+          break;
+        }
+        case 4:
+          both([&](EngineTarget& t) { t.now += len * (op & 0x40 ? 1'000'000ull : 1'000ull); });
+          used = 0;
+          break;
+        case 5:
+          if (len >= 6) both([&](EngineTarget& t) { t.post_send(q, p); });
+          used = std::min<size_t>(len, 6);
+          break;
+        case 6:
+          if (len >= 4) {
+            both([&](EngineTarget& t) {
+              t.post_recv(q, static_cast<uint16_t>(p[0] | p[1] << 8), static_cast<uint16_t>(p[2] | p[3] << 8));
+            });
+          }
+          used = std::min<size_t>(len, 4);
+          break;
+        default:
+          both([&](EngineTarget& t) { t.io.space = len & 1 ? 0 : 256; });
+          used = 0;
+          break;
+      }
+      i += used;
+      settle();
+    }
+    both([](EngineTarget& t) { t.io.space = 256; });
+    for (int k = 0; k < 16; ++k) {
+      both([](EngineTarget& t) { t.now += 200'000'000; });
+      settle();
+    }
+    both([](EngineTarget& t) { t.check(true); });
+    fast.eng.reset();
+    general.eng.reset();
   }
 };
 
@@ -1160,7 +1285,7 @@ Target pick() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Target target = pick();
-  static EngineTarget* engine = target == Target::kEngine ? new EngineTarget : nullptr;
+  static EngineDiffTarget* engine = target == Target::kEngine ? new EngineDiffTarget : nullptr;
   static ApiTarget* api = target == Target::kApi ? new ApiTarget : nullptr;
   static SwitchTarget* sw = target == Target::kSwitch ? new SwitchTarget : nullptr;
   if (size > 65536) return 0;

@@ -232,6 +232,14 @@ struct Engine::Impl {
   // ---- receive.cc: receive dispatch
   void receive_frame(const uint8_t* frame, uint32_t len);
 
+  // ---- fast_path.cc: the receive fast path (EngineConfig::fast_path)
+  // What the QP expects of its peer's frames, after every successful modify_qp.
+  void fast_path_prepare(Qp& qp);
+  // Takes the frame if it is one the fast path handles whole (an ACK, or an
+  // in-order WRITE without immediate that passes every check, to an RC QP in
+  // RTS) and returns true; false: nothing changed, the general path takes it.
+  bool receive_fast(const uint8_t* frame, uint32_t len);
+
   // ---- scheduler.cc: the ready ring and the timing wheel
   void reconsider(Qp& qp);
   void make_ready(Qp& qp);
@@ -336,6 +344,12 @@ struct Engine::Impl {
 
   // ---- responder.cc: writes qp.resp
   void respond(Qp& qp, const wire::Packet& pkt, bool from_ooo);
+  // The fast path's responder: an in-order WRITE (First, Middle, Last, Only;
+  // no immediate) that passes every check is executed and acknowledged as
+  // respond() would; anything else returns false having changed nothing.
+  // The caller has made sure that respond()'s other work cannot apply
+  // (nothing kept out of order, no READ or atomic owed, not closing).
+  bool respond_fast(Qp& qp, const wire::Packet& pkt);
   bool send_read_response(Qp& qp);
   void ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo);
   void send_ack(Qp& qp, uint8_t syndrome, uint32_t psn, const EchoCopy* echo);  // now, not deferred

@@ -353,6 +353,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     return 0;
   }
   qp->state = to;
+  m.fast_path_prepare(*qp);
   if (to == QpState::kRts) m.reconsider(*qp);
   return 0;
 }

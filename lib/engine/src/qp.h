@@ -340,11 +340,25 @@ struct RespState {
   bool closing = false;
 };
 
+// The receive fast path's picture of the peer's frames (fast_path.cc): the
+// first kBytes bytes of an untagged IPv4 frame to this QP from its peer, as
+// 64-bit words compared under a mask (our MAC, IPv4 without options and not
+// a fragment, UDP, the peer's and our address, port 4791, BTH version 0, the
+// default P_Key, this QP). Set when modify_qp succeeds; off: the QP's
+// frames all take the general path.
+struct RxExpect {
+  static constexpr uint32_t kWords = 7;
+  static constexpr uint32_t kBytes = kWords * 8;
+  uint64_t word[kWords] = {};
+  bool on = false;
+};
+
 // ---- read-mostly and rare state
 struct QpCold {
   QpInitAttr init;  // as create_qp settled it
   QpAttr attr;
   wire::HeaderTemplate hdr;  // this QP's frames to its peer, made at RTR
+  RxExpect rx_expect;        // its peer's frames to it, as the fast path checks them
   const cc::Params* cc_params = nullptr;
   uint16_t udp_sport = 0;
   uint8_t max_sge = kMaxSge;

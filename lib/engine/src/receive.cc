@@ -19,6 +19,9 @@ void Engine::receive(uint64_t now_ns, const uint8_t* frame, uint32_t len) {
 
 void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
   ++counters.rx_frames;
+  // The fast path (fast_path.cc) takes what it handles whole; everything else
+  // is parsed and dispatched below, the reference it is tested against.
+  if (cfg.fast_path && receive_fast(frame, len)) return;
   if (wire::ethertype_of(frame, len) == wire::kEtherTypeArp) [[unlikely]] {
     on_arp(frame, len);
     return;

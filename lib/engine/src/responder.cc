@@ -563,6 +563,19 @@ void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
   }
 }
 
+bool Engine::Impl::respond_fast(Qp& qp, const wire::Packet& pkt) {
+  // run()'s in-order steps, none of which may choose another (every check of
+  // a WRITE without immediate but check_resources is free of side effects,
+  // and that one has nothing to check for it).
+  Responder r{*this, qp, pkt, false};
+  if (r.check_psn() != Step::kCheckOpSequence || r.check_op_sequence() != Step::kCheckLength ||
+      r.check_length() != Step::kCheckResources || r.check_access() != Step::kExecute) {
+    return false;
+  }
+  if (r.execute() == Step::kAcknowledge) r.acknowledge();
+  return true;
+}
+
 void Engine::Impl::ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo) {
   if (qp.mac_pending) return;  // no address to answer to yet; the requester will retry
   const bool fatal = wire::aeth::type(syndrome) == wire::aeth::kNak &&

@@ -134,7 +134,10 @@ ParseError parse(const uint8_t* frame, uint32_t len, Packet* p, ParseOptions opt
   if (ParseError e = parse_l2(frame, len, p, &ethertype); e != ParseError::kOk) [[unlikely]] return e;
   uint32_t end;
   if (ParseError e = parse_l3(frame, len, ethertype, p, &end, opts); e != ParseError::kOk) [[unlikely]] return e;
+  return parse_transport(frame, len, end, p, opts);
+}
 
+ParseError parse_transport(const uint8_t* frame, uint32_t len, uint32_t end, Packet* p, ParseOptions opts) {
   // UDP: the datagram (checked to fit in the frame) must hold exactly the UDP length.
   const auto& udp = *reinterpret_cast<const UdpHdr*>(frame + p->l4_offset);
   if (udp.dst_port.get() != kRoceUdpPort) [[unlikely]] return ParseError::kNotRoce;

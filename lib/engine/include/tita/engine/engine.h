@@ -146,6 +146,11 @@ class Engine {
   // header templates, counters, path control) lies apart.
   static size_t qp_state_bytes();
   static size_t qp_hot_bytes();
+  // Every value of a QP's protocol state - requester, completer, responder,
+  // congestion control's output, the responder's deferred ACK, the
+  // selective-repeat bitmaps and kept frames - as text, for tests that hold
+  // two engines to the same behaviour (the fast path's differential test).
+  std::string qp_state_text(uint32_t qp_num) const;
 
   struct Impl;
 

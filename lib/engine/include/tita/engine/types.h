@@ -138,6 +138,11 @@ struct EngineConfig {
   uint64_t base_rtt_ns = 10'000;             // congestion control's starting estimate
   bool compute_icrc = true;                  // off: ICRC sent as 0 (simulation speed)
   bool verify_icrc = true;                   // off: received ICRCs not checked
+  // The receive fast path (doc/engine.md, "The fast path"): in-order WRITEs
+  // and ACKs of RC QPs in RTS checked against what the QP expects instead of
+  // the general parse and dispatch, with the same outcome. Off: every frame
+  // takes the general path (the reference the differential tests compare with).
+  bool fast_path = true;
   bool telemetry = true;       // COLLECT trailers on data; ECHO trailers on ACKs
   // ACK coalescing, as RoCE NICs do: AckReq on every Nth request packet, and on
   // any packet nothing could follow until an ACK (the last of the last WR
@@ -254,6 +259,7 @@ struct EngineCounters {
   uint64_t arp_received = 0;       // requests for our IP and replies, both learned from
   uint64_t arp_failures = 0;       // addresses that never answered
   uint64_t cq_overflows = 0;       // completions that found their CQ full (the CQ is then in error)
+  uint64_t rx_fast = 0;            // frames the receive fast path took whole (EngineConfig::fast_path)
 };
 
 // A neighbour-table entry (ARP), for tools.

@@ -126,6 +126,12 @@ struct ParseOptions {
 
 // Parses `len` bytes at `frame` (starting with the Ethernet header, no FCS).
 ParseError parse(const uint8_t* frame, uint32_t len, Packet* out, ParseOptions opts = {});
+// parse()'s second half: UDP, BTH, extension headers, payload, pad, ICRC and
+// trailer of a frame whose Ethernet and IP fields `p` already holds (frame,
+// frame_len, the L3/L4 offsets, IP version, DSCP, ECN, VLAN), its IP datagram
+// ending at `end` (checked to lie within len). The engine's fast path checks
+// Ethernet and IP against what a QP expects and runs this for the rest.
+ParseError parse_transport(const uint8_t* frame, uint32_t len, uint32_t end, Packet* p, ParseOptions opts = {});
 
 // What stays the same for every packet of a flow: addresses, class, ports, QP.
 struct PathFields {
