@@ -2,7 +2,7 @@
 """Unmodified rdma-core programs over tita, two processes on a vhost/virtio-user
 (or memif) pair, each started by tita-run; every run must exit 0 and report.
 
-  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check, engines, pyverbs, ucx
+  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check, engines, pyverbs, ucx, mpi
 
 tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
            refuses bad settings with one line before the program starts.
@@ -13,7 +13,9 @@ check:     verbs_check (the project's own libibverbs program): every opcode with
            bytes compared, atomics under contention, the error cases, in one process
            (the device's internal loop) and between two.
 pyverbs:   rdma-core's pyverbs suite over a memif pair: no failure, no error, a pass count.
-ucx:       ucx_info -d lists tita0; rc_verbs refused at ibv_create_srq (EOPNOTSUPP, one line).
+ucx:       ucx_info -d lists tita0 with rc_verbs opening; ucx_perftest put_bw over rc_verbs between
+           two processes, the bytes counted by tita; tag_bw where ud_verbs opens.
+mpi:       Open MPI (pml ucx) MPI_Allreduce checked, each rank under tita-run (needs ud_verbs).
 """
 import os
 import re
@@ -232,6 +234,8 @@ def perftest():
         ["ib_read_bw", "-q", "2", "-s", "8192", "-D", "1"],
         ["ib_send_bw", "-s", "4096", "-n", "2000"],
         ["ib_send_bw", "-q", "4", "-s", "1024", "-D", "1"],
+        # A shared receive queue: the server's QPs take their receives from one SRQ.
+        ["ib_send_bw", "--use-srq", "-q", "2", "-s", "4096", "-n", "2000"],
         ["ib_atomic_bw", "-n", "2000"],
         ["ib_atomic_bw", "-A", "CMP_AND_SWAP", "-n", "1000"],
         ["ib_send_lat", "-s", "64", "-n", "1000"],
@@ -260,12 +264,6 @@ def perftest():
                 fail(f"{name} {' '.join(cmd)}: bad result row {row} (bandwidth or latency {figure})")
         if rows:
             print(f"{name} {' '.join(cmd)}: {len(rows)} rows, last {rows[-1][0]}")
-    # What tita lacks fails as on a device without it: perftest's SRQ option ends
-    # both programs with an error, the device saying why.
-    base = ["ib_send_bw", "--use-srq", "-d", "tita0", "-x", "0", "-F", "-p", str(port_counter[0] + 89)]
-    out, rc = pair("perftest-srq", base, base + ["127.0.0.1"], expect_rc="fails")
-    if "shared receive queues are not supported" not in out["server"]:
-        fail(f"ib_send_bw --use-srq: the device did not say SRQs are unsupported:\n{out['server'][-600:]}")
     # A congestion-control plug-in (examples/cc-plugin, built by bench/cc) picked
     # by an unmodified perftest through the environment, with TITA_LOG=info so the
     # device names the algorithm of each QP.
@@ -431,38 +429,158 @@ def pyverbs():
         fail(f"pyverbs: the memif peer exited {peer_rc}")
 
 
+# UCX asks its IB transports for at least 5 send SGEs (UCX_IB_TX_MIN_SGE); the
+# engine has 4 (kMaxSge). Told so, rc_verbs sizes its QPs to the device.
+UCX_ENV = {"UCX_IB_TX_MIN_SGE": "4"}
+
+
+def veth_pair(name):
+    """A veth pair for two af_packet ports: each process opens its end in any
+    order (a memif or vhost pair wants its server side first, and ucx_perftest
+    and MPI ranks open the device only once they have met over TCP)."""
+    a, b = f"{name}0", f"{name}1"
+    subprocess.run(["ip", "link", "del", a], capture_output=True)
+    r = subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"SKIP: cannot make a veth pair: {r.stderr.strip()}")
+        sys.exit(77)
+    for dev in (a, b):
+        subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    return a, b
+
+
+def veth_run(name, ifaces, server_cmd, client_cmd, env):
+    """A server and a client program, each under tita-run on its end of the pair."""
+    e = dict(os.environ, **env)
+    logs, procs = [], []
+    for i, (iface, cmd) in enumerate(zip(ifaces, (server_cmd, client_cmd))):
+        log = open(os.path.join(WORK, f"{name}.{('server', 'client')[i]}.log"), "w+")
+        logs.append(log)
+        procs.append(subprocess.Popen(tita(f"10.0.0.{i + 1}", f"net_af_packet0,iface={iface},qdisc_bypass=0") + cmd,
+                                      stdout=log, stderr=subprocess.STDOUT, env=e))
+        time.sleep(1.0 if i == 0 else 0)  # the server listens on its TCP port first
+    rc = []
+    for p in reversed(procs):
+        try:
+            rc.insert(0, p.wait(timeout=TIMEOUT))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc.insert(0, "timeout")
+    out = []
+    for f in logs:
+        f.seek(0)
+        out.append(f.read())
+        f.close()
+    return out, rc
+
+
+QP_REPORT = r"QP 0x[0-9a-f]+: sent \d+ packets \((\d+) payload bytes.*?received \d+ \((\d+) payload bytes"
+
+
+def payload_bytes(text):
+    """Payload bytes sent and received over tita, from the device's QP lines (TITA_LOG=info)."""
+    sent = recv = 0
+    for s_, r_ in re.findall(QP_REPORT, text):
+        sent += int(s_)
+        recv += int(r_)
+    return sent, recv
+
+
+def ucx_transport_opens(info, transport):
+    section = info.split("# Memory domain: tita0", 1)[-1].split("# Memory domain:", 1)[0]
+    part = section.split(f"Transport: {transport}", 1)
+    return len(part) == 2 and "failed to open interface" not in part[1].split("Transport:", 1)[0]
+
+
 def ucx():
     """UCX 1.13 (Debian ucx-utils) inside tita-run: ucx_info -d lists tita0 (the
-    device node and sysfs view tita-run makes) with its rc_verbs and ud_verbs
-    transports; rc_verbs cannot open its interface until tita has shared receive
-    queues, and fails cleanly: ibv_create_srq answers EOPNOTSUPP, which the device
-    says in one line and UCX reports, and ucx_info still exits 0."""
+    device node and sysfs view tita-run makes) with rc_verbs, whose interface
+    opens (it needs an SRQ); ucx_perftest's put_bw (UCT, rc_verbs, zero copy)
+    between two tita-run processes on a veth pair moves 1 MiB messages, and the
+    devices' own counters show every byte crossed tita. tag_bw (UCP) runs
+    where ud_verbs opens too: UCX 1.13 wires rc_verbs up through an
+    auxiliary transport, which only ud_verbs (or shared memory) can be."""
     need_root("UCX over tita")
-    need("ucx_info")
+    need("ucx_perftest")
     r = subprocess.run(tita("10.0.0.1", "net_ring0") + ["ucx_info", "-d"], capture_output=True, text=True,
-                       env=dict(os.environ, TITA_LINK_WAIT_MS="0"), timeout=TIMEOUT)
-    out = r.stdout + r.stderr
+                       env=dict(os.environ, TITA_LINK_WAIT_MS="0", **UCX_ENV), timeout=TIMEOUT)
+    info = r.stdout + r.stderr
     if r.returncode != 0:
-        fail(f"ucx_info -d: rc {r.returncode}:\n{out[-1000:]}")
-    md = out.split("# Memory domain: tita0", 1)
-    if len(md) != 2:
-        fail(f"ucx_info -d does not list tita0:\n{out[-1500:]}")
+        fail(f"ucx_info -d: rc {r.returncode}:\n{info[-1000:]}")
+    if "# Memory domain: tita0" not in info:
+        fail(f"ucx_info -d does not list tita0:\n{info[-1500:]}")
         return
-    section = md[1].split("# Memory domain:", 1)[0]
-    for transport in ("rc_verbs", "ud_verbs"):
-        if not re.search(rf"Transport: {transport}\s*\n#\s+Device: tita0:1", section):
-            fail(f"ucx_info -d: tita0 lacks the {transport} transport")
-    said = re.findall(r"^tita: ibv_create_srq: .*$", out, re.M)
-    if len(said) != 1 or "not supported" not in said[0]:
-        fail(f"ucx_info -d: the device said {said} about ibv_create_srq (want one line: not supported)")
-    if "ibv_create_srq() failed: Operation not supported" not in out:
-        fail("ucx_info -d: UCX did not report ibv_create_srq failing with EOPNOTSUPP")
-    print(f"ucx: tita0 listed with rc_verbs and ud_verbs; rc_verbs refused at ibv_create_srq: {said[0]}")
+    if "ibv_create_srq" in info:
+        fail("ucx_info -d: ibv_create_srq failed: " + " | ".join(re.findall(r"^.*ibv_create_srq.*$", info, re.M)))
+    if not ucx_transport_opens(info, "rc_verbs"):
+        fail(f"ucx_info -d: tita0's rc_verbs interface does not open:\n{info[-1500:]}")
+    ud = ucx_transport_opens(info, "ud_verbs")
+    a, b = veth_pair("tucx")
+    env = dict(UCX_ENV, TITA_LOG="info")
+    size, iters, warmup = 1 << 20, 20, 2
+    port = str(port_counter[0] + 95)
+    out, rc = veth_run("ucx-put_bw", (a, b), ["ucx_perftest", "-p", port],
+                       ["ucx_perftest", "127.0.0.1", "-p", port, "-t", "put_bw", "-x", "rc_verbs", "-d", "tita0:1",
+                        "-s", str(size), "-n", str(iters), "-w", str(warmup), "-D", "zcopy"], env)
+    final = re.search(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", out[1], re.M)
+    if rc != [0, 0] or final is None:
+        fail(f"ucx_perftest put_bw: rc {rc}:\n{out[1][-1500:]}\n{out[0][-800:]}")
+    else:
+        sent, _ = payload_bytes(out[1])
+        _, received = payload_bytes(out[0])
+        want = (iters + warmup) * size
+        if sent < want or received < want:
+            fail(f"ucx_perftest put_bw: tita carried {sent} B out, {received} B in; want at least {want}")
+        print(f"ucx: put_bw rc_verbs 1 MiB x {iters}: {final.group(6)} MB/s overall; tita: {sent} payload bytes sent, "
+              f"{received} received")
+    subprocess.run(["ip", "link", "del", a], capture_output=True)
+    if not ud:
+        print("ucx: tag_bw not run: UCP wires rc_verbs up through an auxiliary transport (ud_verbs), and tita0's "
+              "ud_verbs does not open (no UD QPs)")
+        return
+    a, b = veth_pair("tucx")
+    port = str(port_counter[0] + 96)
+    out, rc = veth_run("ucx-tag_bw", (a, b), ["ucx_perftest", "-p", port],
+                       ["ucx_perftest", "127.0.0.1", "-p", port, "-t", "tag_bw", "-s", str(size), "-n", str(iters),
+                        "-w", str(warmup)], dict(env, UCX_TLS="rc_verbs,ud_verbs"))
+    if rc != [0, 0] or "Final:" not in out[1]:
+        fail(f"ucx_perftest tag_bw: rc {rc}:\n{out[1][-1500:]}")
+    elif payload_bytes(out[1])[0] < iters * size:
+        fail(f"ucx_perftest tag_bw: tita carried only {payload_bytes(out[1])[0]} B")
+    subprocess.run(["ip", "link", "del", a], capture_output=True)
+
+
+def mpi():
+    """Open MPI 4.1 (pml ucx, shared memory and TCP excluded) over tita: two ranks,
+    each under its own tita-run (tests/verbs/tita_rank.sh) on its end of a veth
+    pair, run allreduce_check (MPI_Allreduce of 1 KiB to 64 MiB, every element
+    checked). Needs UCP over tita, which needs ud_verbs (see ucx())."""
+    need_root("Open MPI over tita")
+    need("mpirun")
+    r = subprocess.run(tita("10.0.0.1", "net_ring0") + ["ucx_info", "-d"], capture_output=True, text=True,
+                       env=dict(os.environ, TITA_LINK_WAIT_MS="0", **UCX_ENV), timeout=TIMEOUT)
+    if not ucx_transport_opens(r.stdout + r.stderr, "ud_verbs"):
+        print("SKIP: Open MPI's pml ucx needs UCP, which wires rc_verbs up through ud_verbs; tita0's ud_verbs "
+              "does not open (no UD QPs)")
+        sys.exit(77)
+    a, b = veth_pair("tmpi")
+    env = dict(os.environ, **UCX_ENV, TITA_RUN=TITA_RUN, TITA_MPI_IFACES=f"{a} {b}", TITA_MPI_ARGS="--progress adaptive",
+               UCX_TLS="rc_verbs,ud_verbs", UCX_NET_DEVICES="tita0:1")
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "pml", "ucx",
+           "--mca", "btl", "^vader,tcp,openib,uct", "-x", "UCX_TLS", "-x", "UCX_NET_DEVICES", "-x", "UCX_IB_TX_MIN_SGE",
+           "-x", "TITA_RUN", "-x", "TITA_MPI_IFACES", "-x", "TITA_MPI_ARGS",
+           os.path.join(os.path.dirname(os.path.abspath(__file__)), "tita_rank.sh"),
+           os.path.join(BUILD, "tests", "verbs", "allreduce_check")]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    print(r.stdout.strip())
+    if r.returncode != 0 or "all results right" not in r.stdout:
+        fail(f"mpirun allreduce_check: rc {r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
+    subprocess.run(["ip", "link", "del", a], capture_output=True)
 
 
 os.makedirs(WORK, exist_ok=True)
 {"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check, "engines": engines,
- "pyverbs": pyverbs, "ucx": ucx}[GROUP]()
+ "pyverbs": pyverbs, "ucx": ucx, "mpi": mpi}[GROUP]()
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)

@@ -907,6 +907,94 @@ static void extended_verbs(struct dev *d) {
 
 /* ------------------------------------------------------------------ loopback */
 
+/* ------------------------------------------------------------------ shared receive queues */
+
+/* Two QPs share one SRQ: SENDs from two peers take its receives in the order
+ * they arrive, the limit event comes once when fewer than the armed limit
+ * remain, an empty SRQ holds a SEND back (RNR) until a receive is posted, and
+ * the SRQ cannot go while its QPs exist. */
+static void shared_receive_queue(struct dev *d) {
+  struct ibv_device_attr da;
+  CHECK(ibv_query_device(d->ctx, &da) == 0 && da.max_srq > 0 && da.max_srq_wr >= 1024 && da.max_srq_sge >= 1,
+        "SRQ: ibv_query_device max_srq %d max_srq_wr %d max_srq_sge %d", da.max_srq, da.max_srq_wr, da.max_srq_sge);
+  struct ibv_srq_init_attr sa = {.srq_context = (void *)0x5157, .attr = {.max_wr = 16, .max_sge = 2}};
+  struct ibv_srq *srq = ibv_create_srq(d->pd, &sa);
+  CHECK(srq != NULL, "ibv_create_srq: %s", strerror(errno));
+  if (srq == NULL) return;
+  CHECK(sa.attr.max_wr >= 16 && srq->srq_context == (void *)0x5157 && srq->pd == d->pd, "SRQ: attributes back");
+  uint32_t srqn = 0;
+  CHECK(ibv_get_srq_num(srq, &srqn) == 0, "ibv_get_srq_num");
+  struct qp s[2], r[2];
+  for (int i = 0; i < 2; ++i) {
+    s[i] = make_qp(d, 16, 64, 0);
+    r[i].cq = ibv_create_cq(d->ctx, 64, NULL, NULL, 0);
+    struct ibv_qp_init_attr a = {.send_cq = r[i].cq, .recv_cq = r[i].cq, .srq = srq,
+                                 .cap = {.max_send_wr = 16, .max_send_sge = 1}, .qp_type = IBV_QPT_RC};
+    r[i].qp = ibv_create_qp(d->pd, &a);
+    r[i].psn = (uint32_t)lrand48() & 0xffffff;
+    CHECK(r[i].qp != NULL && r[i].qp->srq == srq, "ibv_create_qp with an SRQ: %s", strerror(errno));
+    if (r[i].qp == NULL) return;
+    struct peer ps = describe(d, &s[i]), pr = describe(d, &r[i]);
+    CHECK(connect_qp(d, &s[i], &pr, 7) == 0 && connect_qp(d, &r[i], &ps, 7) == 0, "SRQ: connect");
+  }
+  uint8_t *dst = d->buf + ERRORS_OFF, *src = d->buf + SRC_OFF;
+  const uint32_t slot = 8192;
+  struct ibv_recv_wr *bad;
+  for (uint64_t k = 0; k < 4; ++k) {
+    struct ibv_sge sge = {(uintptr_t)(dst + k * slot), slot, d->mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = 100 + k, .sg_list = &sge, .num_sge = 1};
+    CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0, "ibv_post_srq_recv %d", (int)k);
+  }
+  {
+    struct ibv_sge sge = {(uintptr_t)dst, 64, d->mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1};
+    CHECK(ibv_post_recv(r[0].qp, &wr, &bad) != 0, "ibv_post_recv on a QP of an SRQ: want an error");
+  }
+  struct ibv_srq_attr qa = {.srq_limit = 3};
+  CHECK(ibv_modify_srq(srq, &qa, IBV_SRQ_LIMIT) == 0, "ibv_modify_srq: arm the limit");
+  qa.max_wr = 2;
+  CHECK(ibv_modify_srq(srq, &qa, IBV_SRQ_MAX_WR) == EINVAL, "ibv_modify_srq: max_wr below the queued: want EINVAL");
+  memset(&qa, 0, sizeof qa);
+  CHECK(ibv_query_srq(srq, &qa) == 0 && qa.srq_limit == 3 && qa.max_wr >= 16, "ibv_query_srq: limit %u", qa.srq_limit);
+  /* Four SENDs, the peers taking turns, of 1 to 3 packets each. */
+  const uint32_t lens[4] = {100, 5000, 1, 4097};
+  for (int k = 0; k < 4; ++k) {
+    fill(src, lens[k], 500 + (uint32_t)k);
+    post(&s[k % 2], IBV_WR_SEND, src, lens[k], d->mr->lkey, 0, 0, 0, 0, (uint64_t)k);
+    struct ibv_wc wc;
+    expect_status(&s[k % 2], IBV_WC_SUCCESS, "SRQ: SEND");
+    const int n = wait_wc(r[k % 2].cq, 1, &wc);
+    CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 100 + (uint64_t)k && wc.byte_len == lens[k] &&
+              wc.qp_num == r[k % 2].qp->qp_num,
+          "SRQ: message %d: receive %s wr_id %lu (want %d) byte_len %u", k, n ? ibv_wc_status_str(wc.status) : "none",
+          n ? (unsigned long)wc.wr_id : 0ul, 100 + k, n ? wc.byte_len : 0);
+    CHECK(same(dst + (size_t)k * slot, lens[k], 500 + (uint32_t)k), "SRQ: message %d's bytes", k);
+  }
+  CHECK(wait_async(d, IBV_EVENT_SRQ_LIMIT_REACHED), "SRQ: no IBV_EVENT_SRQ_LIMIT_REACHED");
+  CHECK(ibv_query_srq(srq, &qa) == 0 && qa.srq_limit == 0, "SRQ: the limit disarmed after its event: %u", qa.srq_limit);
+  /* Empty: the SEND waits (RNR NAKs, rnr_retry 7) until a receive is posted. */
+  post(&s[0], IBV_WR_SEND, src, 10, d->mr->lkey, 0, 0, 0, 0, 9);
+  struct ibv_wc wc;
+  int early = 0;
+  const uint64_t until = now_ms() + 300;
+  while (!early && now_ms() < until) early = ibv_poll_cq(s[0].cq, 1, &wc) != 0;
+  CHECK(!early, "SRQ empty: the SEND completed before a receive was posted");
+  {
+    struct ibv_sge sge = {(uintptr_t)dst, slot, d->mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = 200, .sg_list = &sge, .num_sge = 1};
+    CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0, "ibv_post_srq_recv after RNR");
+  }
+  expect_status(&s[0], IBV_WC_SUCCESS, "SRQ: the SEND after RNR");
+  CHECK(wait_wc(r[0].cq, 1, &wc) == 1 && wc.wr_id == 200 && wc.status == IBV_WC_SUCCESS, "SRQ: the receive after RNR");
+  CHECK(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq with QPs: want EBUSY");
+  for (int i = 0; i < 2; ++i) {
+    CHECK(ibv_destroy_qp(r[i].qp) == 0 && ibv_destroy_qp(s[i].qp) == 0, "SRQ: destroy QPs");
+    ibv_destroy_cq(r[i].cq);
+    ibv_destroy_cq(s[i].cq);
+  }
+  CHECK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq");
+}
+
 static void loopback(void) {
   struct dev d;
   open_dev(&d);
@@ -1160,12 +1248,10 @@ static void loopback(void) {
   }
 
   extended_verbs(&d);
+  shared_receive_queue(&d);
 
   /* What tita does not have fails cleanly. */
   {
-    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
-    errno = 0;
-    CHECK(ibv_create_srq(d.pd, &sa) == NULL && errno == EOPNOTSUPP, "SRQ: want NULL with EOPNOTSUPP");
     struct ibv_qp_init_attr ua = {.send_cq = a.cq, .recv_cq = a.cq, .cap = {8, 8, 1, 1, 0}, .qp_type = IBV_QPT_UD};
     errno = 0;
     CHECK(ibv_create_qp(d.pd, &ua) == NULL && errno == EOPNOTSUPP, "UD QP: want NULL with EOPNOTSUPP");

@@ -44,6 +44,33 @@ struct Cq {
   bool valid = false;
 };
 
+// A receive WR as its queue keeps it (post_recv, post_srq_recv).
+inline RecvWqe to_wqe(const RecvWr& wr) {
+  RecvWqe r;
+  r.wr_id = wr.wr_id;
+  r.num_sge = static_cast<uint8_t>(wr.num_sge);
+  for (int i = 0; i < wr.num_sge; ++i) {
+    r.sge[i] = wr.sg_list[i];
+    r.length += wr.sg_list[i].length;
+  }
+  return r;
+}
+
+// A shared receive queue (srq.cc): receive WQEs that the QPs made with it
+// take, one message at a time, into their own one-slot receive ring.
+struct Srq {
+  std::vector<RecvWqe> ring;  // max_wr + 1 slots (full and empty differ)
+  uint32_t head = 0;          // the next WQE a QP takes
+  uint32_t tail = 0;          // post_srq_recv's producer index
+  uint32_t pd = 0;
+  uint32_t max_sge = 0;
+  uint32_t limit = 0;         // armed when non-zero
+  uint32_t users = 0;         // QPs made with it
+  bool valid = false;
+  uint32_t size() const { return static_cast<uint32_t>(ring.size()); }
+  uint32_t queued() const { return (tail + size() - head) % size(); }
+};
+
 // A kept out-of-order frame: its bytes live in the slot's part of an arena
 // allocated when the pool grows (at a QP's INIT->RTR), never on the data path.
 struct OooSlot {
@@ -125,6 +152,7 @@ struct Engine::Impl {
   uint32_t next_pd = 1;
   std::vector<Mr> mrs;
   std::vector<Cq> cqs;
+  std::vector<Srq> srqs;  // by handle; [0] unused (0: no SRQ)
   std::vector<std::unique_ptr<Qp>> qps;
   std::vector<uint32_t> free_qps;
   std::deque<std::pair<std::string, cc::Params>> cc_params;  // stable addresses
@@ -178,6 +206,7 @@ struct Engine::Impl {
 
   // ---- verbs.cc: resources, posting, completions
   Qp* qp_by_num(uint32_t qpn);
+  bool pd_live(uint32_t pd) const { return pd != 0 && pd < pds.size() && pds[pd]; }
   const Mr* mr_by_key(uint32_t key) const {
     const uint32_t index = key >> 8;
     if (index == 0 || index >= mrs.size()) return nullptr;
@@ -356,6 +385,13 @@ struct Engine::Impl {
   void send_cnp(Qp& qp);
   void finish_deferred_ack(Qp& qp);
   void fail_responder(Qp& qp, EventKind event);
+
+  // ---- srq.cc: shared receive queues
+  bool srq_live(uint32_t srq) const { return srq != 0 && srq < srqs.size() && srqs[srq].valid; }
+  // A message needs a receive and the QP's own ring is empty: the SRQ's
+  // oldest WQE moves there (and the limit event, when it falls below);
+  // false when the SRQ is empty too (RNR).
+  bool srq_take(Qp& qp);
 
   // ---- dodge.cc: path control, Hash Dodging (only while qp.path() is set, but path_init and path_at_rtr)
   void path_init(Qp& qp, const PathConfig& p);

@@ -370,6 +370,7 @@ int Engine::query_qp_init(uint32_t qp_num, QpInitAttr* attr) const {
   const Qp* qp = impl_->qp_by_num(qp_num);
   if (qp == nullptr) return -EINVAL;
   *attr = qp->cold.init;
+  if (attr->srq != 0) attr->max_recv_wr = 0;  // its one-slot ring is the engine's own
   return 0;
 }
 
@@ -390,6 +391,8 @@ void Engine::Impl::to_error(Qp& qp, WcStatus status, uint32_t failed) {
     complete(qp.recv_cq, {qp.resp.rq[i].wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
   }
   qp.resp.rq_head = qp.resp.rq_tail;
+  // A QP of an SRQ takes no more of its WQEs (IBA 10.2.9.5).
+  if (qp.cold.init.srq != 0) raise(EventKind::kQpLastWqeReached, 0, qp.qpn);
   qp.resp.reads_count = 0;
   qp.comp.parts_head = qp.req.parts_tail;  // READ parts: none open (requester.cc)
   qp.comp.read_in_flight = 0;

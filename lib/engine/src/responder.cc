@@ -242,7 +242,9 @@ struct Responder {
   }
 
   Step check_resources() {
-    if (consumes_receive() && qp.resp.rq_head == qp.resp.rq_tail) return Step::kNakRnr;
+    if (consumes_receive() && qp.resp.rq_head == qp.resp.rq_tail && (qp.cold.init.srq == 0 || !m.srq_take(qp))) {
+      return Step::kNakRnr;  // no receive posted (on the QP, or on its SRQ)
+    }
     if (op.kind == wire::Kind::kSend && op.starts_message() && !receive_sges_valid(m, qp.resp.rq[qp.resp.rq_head], qp.pd)) {
       // The posted buffer is not writable memory of this PD: the receive fails
       // with a protection error and the sender learns that we could not execute.

@@ -52,6 +52,8 @@ std::string_view to_string(EventKind k) {
     case EventKind::kCommEstablished: return "IBV_EVENT_COMM_EST";
     case EventKind::kQpRetryExceeded: return "retry count exceeded";  // issue 29
     case EventKind::kQpRecoveryFallback: return "selective repeat refused by the peer";
+    case EventKind::kSrqLimitReached: return "IBV_EVENT_SRQ_LIMIT_REACHED";
+    case EventKind::kQpLastWqeReached: return "IBV_EVENT_QP_LAST_WQE_REACHED";
   }
   return "?";
 }
@@ -99,13 +101,16 @@ int Engine::dealloc_pd(uint32_t pd) {
   for (const auto& qp : m.qps) {
     if (qp && qp->valid && qp->pd == pd) return -EBUSY;
   }
+  for (const Srq& s : m.srqs) {
+    if (s.valid && s.pd == pd) return -EBUSY;
+  }
   m.pds[pd] = 0;
   return 0;
 }
 
 namespace {
 
-bool pd_live(const Engine::Impl& m, uint32_t pd) { return pd != 0 && pd < m.pds.size() && m.pds[pd]; }
+bool pd_live(const Engine::Impl& m, uint32_t pd) { return m.pd_live(pd); }
 
 int register_region(Engine::Impl& m, uint32_t pd, uint8_t* base, uint64_t iova, uint64_t length, uint32_t access,
                     MrInfo* out) {
@@ -214,6 +219,11 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   QpInitAttr& a = *attr;
   auto cq_live = [&m](uint32_t cq) { return cq < m.cqs.size() && m.cqs[cq].valid; };
   if (!pd_live(m, pd) || !cq_live(a.send_cq) || !cq_live(a.recv_cq)) return -EINVAL;
+  if (a.srq != 0) {
+    // Receives come from the SRQ (of the same PD, as IBA requires).
+    if (!m.srq_live(a.srq) || m.srqs[a.srq].pd != pd) return -EINVAL;
+    a.max_recv_wr = 1;  // the QP's own ring holds the WQE of the message in progress
+  }
   if (a.max_send_wr == 0 || a.max_recv_wr == 0 || a.max_send_wr > (1u << 20) || a.max_recv_wr > (1u << 20) ||
       a.max_sge == 0 || a.max_sge > kMaxSge || a.max_inline_data > kMaxInlineData) {
     return -EINVAL;
@@ -236,6 +246,10 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   // Congestion control "none" until set_cc.
   m.qps[index] = m.new_qp(index, pd, a, {&m.cc_params.front().second, &m.cfg.path, spray});
   *qp_num = m.qps[index]->qpn;
+  if (a.srq != 0) {
+    ++m.srqs[a.srq].users;
+    a.max_recv_wr = 0;  // as a provider reports a QP of an SRQ
+  }
   return 0;
 }
 
@@ -245,6 +259,7 @@ int Engine::destroy_qp(uint32_t qp_num) {
   if (qp == nullptr) return -EINVAL;
   m.drop_ooo(*qp);
   m.wheel.cancel(qp->index);
+  if (qp->cold.init.srq != 0) --m.srqs[qp->cold.init.srq].users;
   qp->valid = false;  // a stale entry in the ready ring is skipped
   m.free_qps.push_back(qp->index);
   return 0;
@@ -330,8 +345,8 @@ int Engine::post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad) {
   const uint32_t mask = qp ? static_cast<uint32_t>(qp->rq_size() - 1) : 0;
   for (; wr != nullptr; wr = wr->next) {
     int rc = 0;
-    if (qp == nullptr || qp->state == QpState::kReset) {
-      rc = -EINVAL;
+    if (qp == nullptr || qp->state == QpState::kReset || qp->cold.init.srq != 0) {
+      rc = -EINVAL;  // a QP of an SRQ takes its receives from the SRQ (post_srq_recv)
     } else if (wr->num_sge < 0 || wr->num_sge > qp->cold.max_sge || (wr->num_sge > 0 && wr->sg_list == nullptr)) {
       rc = -EINVAL;
     } else if (((qp->resp.rq_tail + 1) & mask) == qp->resp.rq_head) {
@@ -345,14 +360,7 @@ int Engine::post_recv(uint32_t qp_num, const RecvWr* wr, const RecvWr** bad) {
       m.complete(qp->recv_cq, {wr->wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, false, 0, 0, qp->qpn});
       continue;
     }
-    RecvWqe& r = qp->resp.rq[qp->resp.rq_tail];
-    r.wr_id = wr->wr_id;
-    r.num_sge = static_cast<uint8_t>(wr->num_sge);
-    r.length = 0;
-    for (int i = 0; i < wr->num_sge; ++i) {
-      r.sge[i] = wr->sg_list[i];
-      r.length += wr->sg_list[i].length;
-    }
+    qp->resp.rq[qp->resp.rq_tail] = to_wqe(*wr);
     qp->resp.rq_tail = (qp->resp.rq_tail + 1) & mask;
   }
   return 0;

@@ -27,6 +27,8 @@ void init_context(Context* c, Device* d) {
   v.query_device_ex = op_query_device_ex;
   v.create_qp_ex = op_create_qp_ex;
   v.create_cq_ex = op_create_cq_ex;
+  v.create_srq_ex = op_create_srq_ex;
+  v.get_srq_num = op_get_srq_num;
   refuse_missing_ops(v);
   ibv_context& ctx = v.context;
   ctx.device = d->ibv();
@@ -150,6 +152,8 @@ TITA_EXPORT int ibv_close_device(ibv_context* ctx) {
   // What the application left behind goes with its context.
   std::vector<Qp*> qps(c->qps.begin(), c->qps.end());
   for (Qp* q : qps) destroy_qp(q, false);
+  std::vector<Srq*> srqs(c->srqs.begin(), c->srqs.end());
+  for (Srq* s : srqs) destroy_srq(s, false);
   std::vector<Mr*> mrs(c->mrs.begin(), c->mrs.end());
   for (Mr* m : mrs) dereg_mr(m);
   std::vector<Cq*> cqs(c->cqs.begin(), c->cqs.end());
@@ -204,6 +208,9 @@ TITA_EXPORT int ibv_get_async_event(ibv_context* ctx, ibv_async_event* event) {
   if (event->event_type == IBV_EVENT_CQ_ERR) {
     Cq* cq = cq_of(event->element.cq);
     count_handed_out(cq->cq, &cq->async_events_sent);
+  } else if (event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+    Srq* srq = srq_of(event->element.srq);
+    count_handed_out(srq->srq, &srq->async_events_sent);
   } else if (event->event_type != IBV_EVENT_PORT_ACTIVE && event->event_type != IBV_EVENT_PORT_ERR) {
     Qp* qp = qp_of(event->element.qp);
     count_handed_out(qp->qp, &qp->async_events_sent);
@@ -229,6 +236,13 @@ TITA_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
     case IBV_EVENT_QP_LAST_WQE_REACHED:
       if (Device::ours(event->element.qp->context)) {
         count_acked(*event->element.qp, &event->element.qp->events_completed, 1);
+        return;
+      }
+      break;
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+    case IBV_EVENT_SRQ_ERR:
+      if (Device::ours(event->element.srq->context)) {
+        count_acked(*event->element.srq, &event->element.srq->events_completed, 1);
         return;
       }
       break;

@@ -478,17 +478,19 @@ void Device::bind_cq(uint32_t id, Cq* cq) { route(cqs_, id, cq); }
 void Device::unbind_cq(uint32_t id) { route<Cq>(cqs_, id, nullptr); }
 void Device::bind_qp(uint32_t qpn, Qp* qp) { route(qps_, qpn, qp); }
 void Device::unbind_qp(uint32_t qpn) { route<Qp>(qps_, qpn, nullptr); }
+void Device::bind_srq(uint32_t id, Srq* srq) { route(srqs_, id, srq); }
+void Device::unbind_srq(uint32_t id) { route<Srq>(srqs_, id, nullptr); }
 
 void Device::report_qp(uint32_t lane, uint32_t qpn) {
   const engine::QpCounters* k = lanes_[lane]->host ? lanes_[lane]->host->engine().qp_counters(qpn) : nullptr;
   if (k == nullptr || k->tx_packets + k->rx_packets == 0) return;
   auto ul = [](uint64_t v) { return static_cast<unsigned long>(v); };
   log(Config::Log::kInfo,
-      "QP 0x%06x: sent %lu packets (%lu retransmitted, %lu timeouts, %lu NAK-seq received), received %lu "
-      "(%lu duplicates, %lu out of order, %lu NAK-seq sent), %lu RNR NAKs received, %lu CNPs received, "
-      "%lu RTT samples (last %.1f us), %lu INT records; cc %s",
-      qpn, ul(k->tx_packets), ul(k->retransmitted_packets), ul(k->timeouts), ul(k->nak_seq_received),
-      ul(k->rx_packets), ul(k->duplicates_received), ul(k->out_of_order_received), ul(k->nak_seq_sent),
+      "QP 0x%06x: sent %lu packets (%lu payload bytes, %lu retransmitted, %lu timeouts, %lu NAK-seq received), "
+      "received %lu (%lu payload bytes, %lu duplicates, %lu out of order, %lu NAK-seq sent), %lu RNR NAKs received, "
+      "%lu CNPs received, %lu RTT samples (last %.1f us), %lu INT records; cc %s",
+      qpn, ul(k->tx_packets), ul(k->tx_payload_bytes), ul(k->retransmitted_packets), ul(k->timeouts),
+      ul(k->nak_seq_received), ul(k->rx_packets), ul(k->rx_payload_bytes), ul(k->duplicates_received), ul(k->out_of_order_received), ul(k->nak_seq_sent),
       ul(k->rnr_nak_received), ul(k->cnps_received), ul(k->rtt_samples), static_cast<double>(k->last_rtt_ns) / 1e3,
       ul(k->int_records_received), cfg_.cc.c_str());
 }
@@ -544,6 +546,15 @@ void Device::on_event(void* ctx, const engine::Event& e) {
            e.qp_num);
     return;
   }
+  if (e.kind == engine::EventKind::kSrqLimitReached) {
+    auto it = d->srqs_.find(e.srq);
+    if (it == d->srqs_.end()) return;
+    ibv_async_event ae{};
+    ae.element.srq = &it->second->srq;
+    ae.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+    d->post_async(context_of(it->second->srq.context), ae);
+    return;
+  }
   auto it = d->qps_.find(e.qp_num);
   if (it == d->qps_.end()) return;
   Qp* qp = it->second;
@@ -554,6 +565,7 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     case engine::EventKind::kQpRequestError: ae.event_type = IBV_EVENT_QP_REQ_ERR; break;
     case engine::EventKind::kQpAccessError: ae.event_type = IBV_EVENT_QP_ACCESS_ERR; break;
     case engine::EventKind::kCommEstablished: ae.event_type = IBV_EVENT_COMM_EST; break;
+    case engine::EventKind::kQpLastWqeReached: ae.event_type = IBV_EVENT_QP_LAST_WQE_REACHED; break;
     default: return;
   }
   d->post_async(context_of(qp->qp.context), ae);

@@ -62,6 +62,7 @@ struct Context {
   std::set<struct Cq*> cqs;
   std::set<struct Mr*> mrs;
   std::set<struct Pd*> pds;
+  std::set<struct Srq*> srqs;
   std::set<struct Channel*> channels;
 };
 
@@ -119,6 +120,15 @@ struct Qp {
   uint8_t sl = 0;
   uint32_t flow_label = 0;
   uint32_t async_events_sent = 0;  // handed to the application, under qp.mutex; ibv_destroy_qp waits for their acks
+};
+
+// A shared receive queue (srq.cc). It lives on lane 0, and so do the QPs
+// made with it (their receives come from its engine).
+struct Srq {
+  ibv_srq srq;
+  uint32_t id = 0;
+  uint32_t max_sge = 0;
+  uint32_t async_events_sent = 0;  // handed to the application, under srq.mutex; ibv_destroy_srq waits for their acks
 };
 
 class Device {
@@ -239,6 +249,8 @@ class Device {
   void unbind_cq(uint32_t id);
   void bind_qp(uint32_t qpn, Qp* qp);
   void unbind_qp(uint32_t qpn);
+  void bind_srq(uint32_t id, Srq* srq);
+  void unbind_srq(uint32_t id);
   void post_async(Context* c, const ibv_async_event& e);
   // At log=info, one line of the QP's counters (retransmissions, NAKs, RTT
   // samples, ...). Called under the device lock when a QP goes, and for the
@@ -276,6 +288,7 @@ class Device {
   std::vector<Context*> contexts_;
   std::unordered_map<uint32_t, Cq*> cqs_;
   std::unordered_map<uint32_t, Qp*> qps_;
+  std::unordered_map<uint32_t, Srq*> srqs_;
 };
 
 }  // namespace tita::verbs

@@ -17,7 +17,8 @@
 //   qp.cc           RC queue pairs: create, modify, query, destroy; posting work
 //   qp_ex.cc        the extended send API (ibv_create_qp_ex with send-ops flags, ibv_wr_*)
 //   cq_ex.cc        extended CQs (ibv_create_cq_ex, start_poll/next_poll/end_poll, read_*)
-//   unsupported.cc  what tita does not have (SRQ, address handles, multicast, ...): EOPNOTSUPP, one line
+//   srq.cc          shared receive queues
+//   unsupported.cc  what tita does not have (address handles, multicast, ...): EOPNOTSUPP, one line
 //   interpose.cc    the engine's numbers checked against libibverbs'; the library's unload
 // A new family (SRQ, UD and address handles, extended verbs, a CM) is a file
 // of its own, with what the others need of it declared here.
@@ -88,6 +89,7 @@ inline Device* dev_of(ibv_context* c) { return context_of(c)->dev; }
 inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 inline Pd* pd_of(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
+inline Srq* srq_of(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
 
 // A new object for the application, or nullptr with errno = ENOMEM.
 template <typename T>
@@ -174,7 +176,9 @@ int op_req_notify_cq(ibv_cq* ibcq, int solicited_only);               // cq.cc
 int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad);   // qp.cc
 int op_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad);   // qp.cc
 ibv_qp* op_create_qp_ex(ibv_context*, ibv_qp_init_attr_ex* attr);     // qp.cc
-int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad);   // unsupported.cc
+int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad);   // srq.cc
+ibv_srq* op_create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr);  // srq.cc
+int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);                  // srq.cc
 ibv_cq_ex* op_create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);  // cq_ex.cc
 int op_query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len);  // query.cc
 int op_query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
@@ -213,5 +217,6 @@ int destroy_qp(Qp* qp, bool wait_events);  // qp.cc
 int destroy_cq(Cq* cq, bool wait_events);  // cq.cc
 int dereg_mr(Mr* mr);                      // pd_mr.cc
 int dealloc_pd(Pd* pd);                    // pd_mr.cc
+int destroy_srq(Srq* srq, bool wait_events);  // srq.cc
 
 }  // namespace tita::verbs

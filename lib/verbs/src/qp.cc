@@ -49,15 +49,15 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  if (attr->srq != nullptr) {
-    d->log(Config::Log::kError, "ibv_create_qp: shared receive queues are not supported");
-    errno = EOPNOTSUPP;
+  if (attr->srq != nullptr && (!Device::ours(attr->srq->context) || attr->srq->pd != ibpd)) {
+    d->log(Config::Log::kError, "ibv_create_qp: the SRQ is not of this device and PD");
+    errno = EINVAL;
     return nullptr;
   }
   if (attr->send_cq == nullptr || attr->recv_cq == nullptr || !Device::ours(attr->send_cq->context) ||
       !Device::ours(attr->recv_cq->context) || attr->cap.max_send_sge > eng::kMaxSge ||
       attr->cap.max_recv_sge > eng::kMaxSge || attr->cap.max_inline_data > eng::kMaxInlineData ||
-      attr->cap.max_send_wr > kMaxWr || attr->cap.max_recv_wr > kMaxWr) {
+      attr->cap.max_send_wr > kMaxWr || (attr->srq == nullptr && attr->cap.max_recv_wr > kMaxWr)) {
     d->log(Config::Log::kError, "ibv_create_qp: caps beyond the device (max %u WRs, %u SGEs, %u bytes inline)",
            kMaxWr, eng::kMaxSge, eng::kMaxInlineData);
     errno = EINVAL;
@@ -71,9 +71,13 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   init.max_sge = std::max<uint32_t>({attr->cap.max_send_sge, attr->cap.max_recv_sge, 1});
   init.max_inline_data = attr->cap.max_inline_data;
   init.sq_sig_all = attr->sq_sig_all != 0;
+  if (attr->srq != nullptr) {
+    init.srq = srq_of(attr->srq)->id;  // its receives come from the SRQ: max_recv_wr is ignored
+    init.max_recv_wr = 1;
+  }
   auto* qp = make<Qp>();
   if (qp == nullptr) return nullptr;
-  qp->lane = d->next_qp_lane();
+  qp->lane = attr->srq != nullptr ? 0 : d->next_qp_lane();  // with its SRQ's engine
   {
     Device::Lock lock(*d, qp->lane);
     eng::Engine& e = d->engine(qp->lane);
@@ -104,7 +108,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   q.pd = ibpd;
   q.send_cq = attr->send_cq;
   q.recv_cq = attr->recv_cq;
-  q.srq = nullptr;
+  q.srq = attr->srq;
   q.handle = qp->qpn;
   q.qp_num = qp->qpn;
   q.state = IBV_QPS_RESET;
@@ -351,6 +355,7 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
     init_attr->qp_context = ibqp->qp_context;
     init_attr->send_cq = ibqp->send_cq;
     init_attr->recv_cq = ibqp->recv_cq;
+    init_attr->srq = ibqp->srq;
     init_attr->cap = qp->cap;
     init_attr->qp_type = IBV_QPT_RC;
     init_attr->sq_sig_all = qp->sq_sig_all ? 1 : 0;

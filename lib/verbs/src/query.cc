@@ -65,7 +65,11 @@ void fill_device_attr(Device* d, ibv_device_attr* a) {
   a->hw_ver = 0;
   a->max_qp = static_cast<int>(d->config().engine.max_qps);
   a->max_qp_wr = static_cast<int>(kMaxWr);
-  a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT;
+  a->device_cap_flags =
+      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SRQ_RESIZE;
+  a->max_srq = 1 << 16;
+  a->max_srq_wr = static_cast<int>(kMaxWr);
+  a->max_srq_sge = eng::kMaxSge;
   a->max_sge = eng::kMaxSge;
   a->max_sge_rd = eng::kMaxSge;
   a->max_cq = static_cast<int>(kMaxCq);

@@ -1,7 +1,7 @@
 // What tita does not have, answered as an rdma-core provider answers for an
 // op it lacks: EOPNOTSUPP (which callers probe for), and one line on stderr
 // naming what was asked (at the default log level), never EINVAL, never
-// silence. Shared receive queues, address handles (UD), multicast, memory
+// silence. Address handles (UD), multicast, memory
 // windows, XRC, work queues and RSS, flow steering, device memory, thread and
 // parent domains, ECE, re-registration, dma-buf regions, imported objects.
 // Each moves to a file of its own when tita gains it (as the extended verbs
@@ -36,9 +36,6 @@ void refuse_missing_ops(verbs_context& v) {
   ops.dealloc_mw = [](ibv_mw* mw) { return refuse(mw->context, "ibv_dealloc_mw (memory windows)"); };
   v.open_xrcd = [](ibv_context* c, ibv_xrcd_init_attr*) { return refuse_object<ibv_xrcd>(c, "ibv_open_xrcd (XRC)"); };
   v.open_qp = [](ibv_context* c, ibv_qp_open_attr*) { return refuse_object<ibv_qp>(c, "ibv_open_qp (XRC)"); };
-  v.create_srq_ex = [](ibv_context* c, ibv_srq_init_attr_ex*) {
-    return refuse_object<ibv_srq>(c, "ibv_create_srq_ex (shared receive queues)");
-  };
   v.ibv_create_flow = [](ibv_qp* qp, ibv_flow_attr*) {
     return refuse_object<ibv_flow>(qp->context, "ibv_create_flow (flow steering)");
   };
@@ -70,19 +67,7 @@ void refuse_missing_ops(verbs_context& v) {
   };
 }
 
-int op_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  if (bad) *bad = wr;
-  return EOPNOTSUPP;  // no SRQ was ever made: ibv_create_srq said why
-}
-
 // ---------------------------------------------------------------- what RC QPs on tita do not have
-
-TITA_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
-  if (!Device::ours(pd->context)) return forward(REAL(ibv_create_srq, "IBVERBS_1.1"), nullptr, pd, attr);
-  dev_of(pd->context)->log(Config::Log::kError, "ibv_create_srq: shared receive queues are not supported");
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
 
 TITA_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (!Device::ours(pd->context)) return forward(REAL(ibv_create_ah, "IBVERBS_1.1"), nullptr, pd, attr);

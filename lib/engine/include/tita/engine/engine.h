@@ -72,6 +72,17 @@ class Engine {
   int create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num);
   int create_qp(uint32_t pd, const QpInitAttr& attr, uint32_t* qp_num);
   int destroy_qp(uint32_t qp_num);
+  // Shared receive queues (ibv_create_srq ...; srq.cc). Handles from 1.
+  // create: -EINVAL: unknown PD, max_wr 0 or above 2^20, max_sge 0 or above
+  // kMaxSge, a limit above max_wr; *attr comes back with what it got.
+  int create_srq(uint32_t pd, SrqAttr* attr, uint32_t* srq);
+  // kSrqMaxWr grows or shrinks the ring keeping what is queued (-EINVAL below
+  // the WQEs queued), kSrqLimit arms the limit (-EINVAL above max_wr).
+  int modify_srq(uint32_t srq, const SrqAttr& attr, uint32_t mask, std::string* err);
+  int query_srq(uint32_t srq, SrqAttr* attr) const;
+  int destroy_srq(uint32_t srq);  // -EINVAL: no such SRQ; -EBUSY: QPs still use it
+  // As post_recv. -EINVAL: no such SRQ, num_sge; -ENOMEM: full.
+  int post_srq_recv(uint32_t srq, const RecvWr* wr, const RecvWr** bad);
   // State transitions as ibv_modify_qp, checked against the IBA transition table
   // (the attributes each transition requires, kQpTo*Required, and those it
   // allows): RESET->INIT, INIT->INIT, INIT->RTR, RTR->RTS, RTS->RTS, any->RESET,

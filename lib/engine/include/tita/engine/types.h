@@ -285,6 +285,8 @@ enum class EventKind : uint8_t {
   // Not an IBV event: selective repeat was set (QpAttr::recovery), but the
   // peer speaks no tita trailer; the QP runs go-back-N. Once per QP.
   kQpRecoveryFallback,
+  kSrqLimitReached,  // IBV_EVENT_SRQ_LIMIT_REACHED: the SRQ (Event::srq) fell below its armed limit
+  kQpLastWqeReached, // IBV_EVENT_QP_LAST_WQE_REACHED: a QP of an SRQ went to error
 };
 std::string_view to_string(EventKind k);
 
@@ -297,6 +299,7 @@ struct Event {
   uint32_t psn = 0;
   uint8_t retries = 0;
   bool by_nak = false;
+  uint32_t srq = 0;  // kSrqLimitReached
 };
 // Runs synchronously inside the engine call that raised the event; it must not
 // call back into the engine.

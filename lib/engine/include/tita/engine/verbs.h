@@ -231,6 +231,24 @@ struct QpInitAttr {
   uint32_t max_sge = 4;          // at most kMaxSge
   uint32_t max_inline_data = 0;  // at most kMaxInlineData; create_qp rounds it up
   bool sq_sig_all = false;
+  // A shared receive queue (a handle from create_srq, 0: none): the QP's
+  // receives come from it, max_recv_wr is ignored (reported as 0) and
+  // post_recv refuses.
+  uint32_t srq = 0;
+};
+
+// ibv_srq_attr: a shared receive queue's size and its limit. The limit armed
+// (non-zero), a receive taken that leaves fewer than srq_limit WQEs raises
+// kSrqLimitReached once and disarms it (srq_limit reads 0 again).
+struct SrqAttr {
+  uint32_t max_wr = 256;
+  uint32_t max_sge = 4;  // at most kMaxSge
+  uint32_t srq_limit = 0;
+};
+// Which SrqAttr fields modify_srq applies (IBV_SRQ_MAX_WR, IBV_SRQ_LIMIT).
+enum SrqAttrMask : uint32_t {
+  kSrqMaxWr = 1u << 0,
+  kSrqLimit = 1u << 1,
 };
 
 inline constexpr uint32_t kMaxSge = 4;
