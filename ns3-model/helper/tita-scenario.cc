@@ -214,7 +214,10 @@ TitaScenario::BuildNetwork(std::string* err)
     {
         return false;
     }
-    m_net.Build(m_topo);
+    if (!m_net.Build(m_topo, err))
+    {
+        return false;
+    }
     m_faults.Apply(m_net);
     if (!m_cfg.intOff.empty())
     {
