@@ -140,12 +140,12 @@ TitaFlowManager::IdealMessageNs(uint32_t src, uint32_t dst, uint64_t bytes) cons
 }
 
 std::pair<uint32_t, uint32_t>
-TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
+TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst, uint32_t depth)
 {
     Ptr<RdmaNicNetDevice> a = m_net->GetNic(src);
     Ptr<RdmaNicNetDevice> b = m_net->GetNic(dst);
-    const uint32_t qa = a->CreateQp();
-    const uint32_t qb = b->CreateQp();
+    const uint32_t qa = a->CreateQp(depth, depth);
+    const uint32_t qb = b->CreateQp(depth, depth);
     NS_ABORT_MSG_IF(qa == 0 || qb == 0, "out of QPs (raise ns3::RdmaNicNetDevice::MaxQps)");
     NS_ABORT_MSG_IF(a->ConnectQp(qa, b, qb) != 0 || b->ConnectQp(qb, a, qa) != 0, "cannot connect QPs");
     a->SetCc(qa, m_cc, m_ccParamList);
@@ -175,7 +175,9 @@ TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done
     Flow& f = NewFlow(src, dst, bytes);
     const uint32_t id = f.rec.id;
     f.onSent = std::move(done);
-    std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst);
+    // One WRITE and no receive: queues of one (a QP's queues are most of its
+    // memory, and a busy fabric holds tens of thousands of flows' QPs).
+    std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst, 1);
     ++m_started;
     m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), false, m_net->GetNic(dst));
     NS_LOG_LOGIC("flow " << id << " " << src << " -> " << dst << " " << bytes << " B");
@@ -210,7 +212,7 @@ TitaFlowManager::SendMessage(uint32_t src,
         Connection c;
         c.src = src;
         c.dst = dst;
-        std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst);
+        std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst, kMessageQueueDepth);
         it = m_connections.emplace(key, c).first;
     }
     Flow& f = NewFlow(src, dst, bytes);

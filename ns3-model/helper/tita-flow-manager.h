@@ -170,7 +170,10 @@ class TitaFlowManager : public Object
     Flow& NewFlow(uint32_t src, uint32_t dst, uint64_t bytes);
     void OnCompletion(Ptr<RdmaNicNetDevice> nic, const ::tita::engine::WorkCompletion& wc);
     void Finish(Flow& f);
-    std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst);
+    /// A connected QP pair whose queues hold `depth` work requests each.
+    std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst, uint32_t depth);
+    /// Work requests a message connection's queues hold (messages in flight).
+    static constexpr uint32_t kMessageQueueDepth = 16;
     void Reclaim(uint32_t src, uint32_t srcQpn, uint32_t dst, uint32_t dstQpn);
 
     TitaNetworkHelper* m_net = nullptr;
