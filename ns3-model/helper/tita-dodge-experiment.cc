@@ -94,7 +94,10 @@ TitaDodgeExperiment::Build(std::string* err)
     m_net.SetNicAttribute("SelectiveRepeat", BooleanValue(m_cfg.recovery == "sr"));
     m_net.SetNicAttribute("QpTimeout", UintegerValue(m_cfg.qpTimeout));
     m_net.SetNicAttribute("RetryCnt", UintegerValue(m_cfg.retryCnt));
-    m_net.Build(m_topo);
+    if (!m_net.Build(m_topo, err))
+    {
+        return false;
+    }
     m_notes.Line() << m_net.GetTopology().Describe() << ", max base RTT " << m_net.GetMaxBaseRttNs() << " ns, fault "
                    << m_cfg.fault << ", dodging " << (m_cfg.dodge ? "on" : "off") << ", " << m_cfg.recovery << ", "
                    << m_cfg.cc << "\n";

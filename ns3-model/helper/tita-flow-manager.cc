@@ -157,7 +157,7 @@ TitaFlowManager::NodeOf(uint32_t host) const
 // Each NIC is called as its own node (in a parallel run: in its logical
 // process; these calls come from the serial phase).
 std::pair<uint32_t, uint32_t>
-TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
+TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst, uint32_t depth)
 {
     Ptr<RdmaNicNetDevice> a = m_net->GetNic(src);
     Ptr<RdmaNicNetDevice> b = m_net->GetNic(dst);
@@ -165,11 +165,11 @@ TitaFlowManager::MakeQpPair(uint32_t src, uint32_t dst)
     uint32_t qb = 0;
     {
         TitaSimulatorImpl::NodeScope in(NodeOf(src));
-        qa = a->CreateQp();
+        qa = a->CreateQp(depth, depth);
     }
     {
         TitaSimulatorImpl::NodeScope in(NodeOf(dst));
-        qb = b->CreateQp();
+        qb = b->CreateQp(depth, depth);
     }
     NS_ABORT_MSG_IF(qa == 0 || qb == 0, "out of QPs (raise ns3::RdmaNicNetDevice::MaxQps)");
     {
@@ -213,7 +213,9 @@ TitaFlowManager::StartFlow(uint32_t src, uint32_t dst, uint64_t bytes, Done done
     Flow& f = NewFlow(src, dst, bytes);
     const uint32_t id = f.rec.id;
     f.onSent = std::move(done);
-    std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst);
+    // One WRITE and no receive: queues of one (a QP's queues are most of its
+    // memory, and a busy fabric holds tens of thousands of flows' QPs).
+    std::tie(f.srcQpn, f.dstQpn) = MakeQpPair(src, dst, 1);
     ++m_started;
     TitaSimulatorImpl::NodeScope in(NodeOf(src));
     m_net->GetNic(src)->PostWrite(f.srcQpn, id, static_cast<uint32_t>(bytes), false, m_net->GetNic(dst));
@@ -255,7 +257,7 @@ TitaFlowManager::SendMessage(uint32_t src,
         Connection c;
         c.src = src;
         c.dst = dst;
-        std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst);
+        std::tie(c.srcQpn, c.dstQpn) = MakeQpPair(src, dst, kMessageQueueDepth);
         it = m_connections.emplace(key, c).first;
     }
     Flow& f = NewFlow(src, dst, bytes);

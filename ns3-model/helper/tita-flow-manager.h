@@ -191,7 +191,10 @@ class TitaFlowManager : public Object
     uint32_t NodeOf(uint32_t host) const;
     mutable std::vector<uint32_t> m_nodeOfHost;
     void Finish(Flow& f);
-    std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst);
+    /// A connected QP pair whose queues hold `depth` work requests each.
+    std::pair<uint32_t, uint32_t> MakeQpPair(uint32_t src, uint32_t dst, uint32_t depth);
+    /// Work requests a message connection's queues hold (messages in flight).
+    static constexpr uint32_t kMessageQueueDepth = 16;
     void Reclaim(uint32_t src, uint32_t srcQpn, uint32_t dst, uint32_t dstQpn);
 
     TitaNetworkHelper* m_net = nullptr;

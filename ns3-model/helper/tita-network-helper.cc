@@ -72,8 +72,8 @@ TitaNetworkHelper::SetIntOff(const std::string& which)
     return false;
 }
 
-void
-TitaNetworkHelper::Build(const TitaTopology& topo)
+bool
+TitaNetworkHelper::Build(const TitaTopology& topo, std::string* err)
 {
     NS_ABORT_MSG_IF(!m_nodes.empty(), "TitaNetworkHelper::Build runs once");
     m_topo = topo;
@@ -170,9 +170,16 @@ TitaNetworkHelper::Build(const TitaTopology& topo)
     {
         NS_ABORT_MSG_IF(!m_nics[h], "host " << vs[m_topo.Hosts()[h]].name << " has no link");
     }
-    for (auto& sw : m_switches)
+    for (uint32_t v = 0; v < nv; ++v)
     {
-        sw->Setup();
+        std::string why;
+        if (m_switchOf[v] && !m_switchOf[v]->Setup(&why))
+        {
+            const std::string line = "switch " + vs[v].name + ": " + why;
+            NS_ABORT_MSG_IF(!err, line);
+            *err = line;
+            return false;
+        }
     }
     // A link's error rate (the topology file's last column, the HPCC artifact's
     // ERROR_RATE_PER_LINK): random loss where a switch sends into the link, so a
@@ -210,6 +217,7 @@ TitaNetworkHelper::Build(const TitaTopology& topo)
         nic->GetEngine(); // the engine now, from the final attributes
     }
     NS_LOG_INFO("built " << m_topo.Describe() << ", max base RTT " << m_maxBaseRttNs << " ns");
+    return true;
 }
 
 void

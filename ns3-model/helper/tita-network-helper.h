@@ -52,8 +52,11 @@ class TitaNetworkHelper
     uint32_t GetIntOffCount() const { return m_intOffCount; }
 
     /// Builds everything; call once. Sets every NIC's BaseRtt to the largest
-    /// unloaded RTT of the network (as the HPCC simulator's GLOBAL_T).
-    void Build(const TitaTopology& topo);
+    /// unloaded RTT of the network (as the HPCC simulator's GLOBAL_T). A switch
+    /// whose settings cannot be built (a buffer too small for its reserve and
+    /// headroom) makes it return false with one line naming the switch, or,
+    /// without err, abort with that line.
+    bool Build(const TitaTopology& topo, std::string* err = nullptr);
 
     const TitaTopology& GetTopology() const { return m_topo; }
     uint32_t GetNHosts() const { return static_cast<uint32_t>(m_nics.size()); }

@@ -222,7 +222,10 @@ TitaScenario::BuildNetwork(std::string* err)
     {
         return false;
     }
-    m_net.Build(m_topo);
+    if (!m_net.Build(m_topo, err))
+    {
+        return false;
+    }
     if (m_cfg.threads > 0 && !SplitForThreads(err))
     {
         return false;

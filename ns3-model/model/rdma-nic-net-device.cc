@@ -116,9 +116,7 @@ RdmaNicNetDevice::SettingsOf(ObjectBase* object)
 }
 
 RdmaNicNetDevice::RdmaNicNetDevice()
-    : m_wakeupEvent(Create<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>>(this)),
-      m_rxBuffer(TitaFrame::kMaxFrameBytes),
-      m_txScratch(TitaFrame::kMaxFrameBytes)
+    : m_wakeupEvent(Create<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>>(this))
 {
 }
 
@@ -169,6 +167,7 @@ RdmaNicNetDevice::CreateEngine()
     m_address.CopyTo(c.mac);
     c.gid = ::tita::wire::Gid::from_ipv4(m_ipv4.Get());
     c.line_rate_bps = m_bps.GetBitRate();
+    c.grow_on_demand = true; // thousands of mostly idle NICs: rings and wheel as they fill
     std::string sprayErr;
     NS_ABORT_MSG_IF(eng::check_spray(c.spray, c.path, &sprayErr) != 0, sprayErr);
     NS_ABORT_MSG_IF(c.spray.paths != 0 && !m_selectiveRepeat, "SprayPaths needs SelectiveRepeat");
@@ -200,13 +199,13 @@ RdmaNicNetDevice::OnPathChange(void* self, const eng::PathEvent& e)
 // ---------------------------------------------------------------- QPs
 
 uint32_t
-RdmaNicNetDevice::CreateQp()
+RdmaNicNetDevice::CreateQp(uint32_t maxSendWr, uint32_t maxRecvWr)
 {
     eng::QpInitAttr a;
     a.send_cq = m_cq;
     a.recv_cq = m_cq;
-    a.max_send_wr = 16;
-    a.max_recv_wr = 16;
+    a.max_send_wr = maxSendWr;
+    a.max_recv_wr = maxRecvWr;
     a.max_sge = 1;
     uint32_t qpn = 0;
     if (GetEngine().create_qp(m_pd, a, &qpn) != 0)
@@ -409,6 +408,7 @@ RdmaNicNetDevice::Enqueue(const eng::TxFrame& f)
     else
     {
         // Real memory behind the payload: the frame is copied as it is.
+        m_txScratch.resize(TitaFrame::kMaxFrameBytes); // on first use: phantom payload never needs it
         uint8_t* b = m_txScratch.data();
         uint32_t n = 0;
         std::memcpy(b, f.hdr, f.hdr_len);
@@ -493,7 +493,7 @@ RdmaNicNetDevice::DoReceive(TitaPacketPtr p)
 {
     eng::Engine& e = GetEngine();
     const uint32_t n = p->GetSize();
-    if (n > m_rxBuffer.size())
+    if (n > TitaFrame::kMaxFrameBytes)
     {
         if (!m_dropTrace.IsEmpty())
         {
@@ -503,7 +503,19 @@ RdmaNicNetDevice::DoReceive(TitaPacketPtr p)
     }
     // The buffer is all zeros but for the frame being received: only the real
     // bytes are written (and cleared after), virtual payload is already there.
-    uint8_t* b = m_rxBuffer.data();
+    // The engine keeps nothing of it after receive() (it copies what it keeps),
+    // so every NIC of a thread shares one; a receive inside a receive (none
+    // today) would take a buffer of its own.
+    thread_local std::vector<uint8_t> shared(TitaFrame::kMaxFrameBytes);
+    thread_local bool sharedInUse = false;
+    std::vector<uint8_t> own;
+    const bool nested = sharedInUse;
+    if (nested)
+    {
+        own.resize(TitaFrame::kMaxFrameBytes);
+    }
+    uint8_t* b = nested ? own.data() : shared.data();
+    sharedInUse = true;
     const uint32_t head = p->HeadLen();
     const uint32_t payload = p->PayloadLen();
     const uint32_t tail = p->TailLen();
@@ -514,6 +526,7 @@ RdmaNicNetDevice::DoReceive(TitaPacketPtr p)
     }
     std::memcpy(b + head + payload, p->Tail(), tail);
     e.receive(NowNs(), b, n);
+    sharedInUse = nested;
     std::memset(b, 0, head);
     if (p->Body() != nullptr)
     {

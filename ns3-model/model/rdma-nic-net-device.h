@@ -10,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,8 +56,9 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
 
     // ---- QP management (what an RDMA application does with verbs)
 
-    /// Creates an RC QP on this NIC's CQ; returns its number, 0 when out of QPs.
-    uint32_t CreateQp();
+    /// Creates an RC QP on this NIC's CQ whose queues hold maxSendWr and
+    /// maxRecvWr work requests; returns its number, 0 when out of QPs.
+    uint32_t CreateQp(uint32_t maxSendWr = 16, uint32_t maxRecvWr = 16);
     /// RESET -> INIT -> RTR -> RTS towards peerQpn on peer. 0 or -errno.
     int ConnectQp(uint32_t qpn, Ptr<RdmaNicNetDevice> peer, uint32_t peerQpn);
     /// Congestion control of the QP by name and name=value parameters (cc/).
@@ -153,8 +153,8 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     uint32_t m_cq = 0;
     ::tita::engine::MrInfo m_mr;
 
-    std::array<std::deque<TitaPacketPtr>, kPriorities> m_queue;
-    std::deque<TitaPacketPtr> m_controlQueue; // AckHighPriority: ACKs/NAKs/CNPs, first and never paused
+    std::array<TitaFifo<TitaPacketPtr>, kPriorities> m_queue;
+    TitaFifo<TitaPacketPtr> m_controlQueue; // AckHighPriority: ACKs/NAKs/CNPs, first and never paused
     uint32_t m_queuedFrames = 0;
     uint32_t m_queuedBytes = 0;
     bool m_engineBlocked = false; // tx_space() said 0 since the last poll
@@ -164,14 +164,13 @@ class RdmaNicNetDevice : public TitaNetDevice, private ::tita::engine::PacketIo
     Ptr<TitaEvent<RdmaNicNetDevice, &RdmaNicNetDevice::OnWakeup>> m_wakeupEvent;
     std::vector<uint64_t> m_wakeups;
     uint64_t m_lastDrops = 0;
-    std::vector<uint8_t> m_rxBuffer; // zeros, but for the frame being received
     std::array<::tita::engine::WorkCompletion, 32> m_wc; // not rebuilt per engine run
     bool m_draining = false;
     // A sink was connected to CcUpdate, QueueLength, EngineTx.
     bool m_ccTraced = false;
     bool m_queueTraced = false;
     bool m_engineTxTraced = false;
-    std::vector<uint8_t> m_txScratch;
+    std::vector<uint8_t> m_txScratch; // frames of real memory, sized on first use
 
     struct CcSeen
     {

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <array>
-#include <deque>
 
 #include "tita-event.h"
+#include "tita-fifo.h"
 #include "tita-frame.h"
 
 #include "ns3/data-rate.h"
@@ -167,7 +167,7 @@ class TitaNetDevice : public NetDevice
     uint64_t m_txWireBytes = 0;
     uint64_t m_pfcPausesRx = 0;
     uint64_t m_pfcPausesTx = 0;
-    std::deque<TitaPacketPtr> m_control; // MAC control frames, before any data
+    TitaFifo<TitaPacketPtr> m_control; // MAC control frames, before any data
     Ptr<TitaEvent<TitaNetDevice, &TitaNetDevice::TransmitComplete>> m_txCompleteEvent;
     uint64_t m_bitRate = 0;                  // m_bps, b/s
     mutable uint32_t m_wireTimeBytes = UINT32_MAX; // the last WireTime() asked (frames repeat sizes)

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 
 namespace ns3
 {
@@ -115,6 +116,14 @@ TitaSwitchNode::GetTypeId()
                           UintegerValue(32ULL << 20),
                           MakeUintegerAccessor(&TitaSwitchNode::m_bufferBytes),
                           MakeUintegerChecker<uint64_t>(1024))
+            .AddAttribute("BufferPorts",
+                          "BufferSize is the buffer of a switch of this many ports; a switch of more "
+                          "ports gets BufferSize x its ports / BufferPorts, the same share a port, as "
+                          "switch ASICs' buffers grow with their radix (lib/fabric's "
+                          "scaled_buffer_bytes); 0: BufferSize for every switch",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&TitaSwitchNode::m_bufferPorts),
+                          MakeUintegerChecker<uint32_t>())
             .AddAttribute("ReserveBytes",
                           "Reserved buffer per (ingress port, priority)",
                           UintegerValue(4096),
@@ -293,6 +302,13 @@ TitaSwitchNode::NowNs() const
 void
 TitaSwitchNode::Setup()
 {
+    std::string err;
+    NS_ABORT_MSG_IF(!Setup(&err), "switch " << GetId() << ": " << err);
+}
+
+bool
+TitaSwitchNode::Setup(std::string* err)
+{
     fab::SwitchConfig cfg;
     for (const auto& dev : m_ports)
     {
@@ -334,7 +350,8 @@ TitaSwitchNode::Setup()
                 m_pfcAlpha * static_cast<double>(pc.rate_bps) / static_cast<double>(m_pfcAlphaBaseRate.GetBitRate())));
         }
     }
-    cfg.mmu.buffer_bytes = m_bufferBytes;
+    const uint64_t bufferBytes = fab::scaled_buffer_bytes(m_bufferBytes, GetNPorts(), m_bufferPorts);
+    cfg.mmu.buffer_bytes = bufferBytes;
     cfg.mmu.reserve_bytes = m_reserveBytes;
     cfg.mmu.headroom_bytes = m_headroomBytes;
     cfg.mmu.egress_alpha = m_egressAlpha;
@@ -343,8 +360,11 @@ TitaSwitchNode::Setup()
     cfg.mmu.pfc_alpha = m_pfcAlpha;
     cfg.mmu.resume_offset_bytes = m_resumeOffsetBytes;
     cfg.ecmp.seed = m_ecmpSeed ? m_ecmpSeed : 0x9e3779b9u * (GetId() + 1) + 0x85ebca6bu * m_ecmpSalt;
-    NS_ABORT_MSG_UNLESS(wire::parse_dodge_field(m_dodgeField, &cfg.ecmp.dodge_field),
-                        "DodgeField '" << m_dodgeField << "' is not " << wire::kDodgeFieldNames);
+    if (!wire::parse_dodge_field(m_dodgeField, &cfg.ecmp.dodge_field))
+    {
+        *err = "DodgeField '" + m_dodgeField + "' is not " + std::string(wire::kDodgeFieldNames);
+        return false;
+    }
     // DodgeMask 0: the field's default, as tita-switch and the engine use it.
     cfg.ecmp.dodge_mask = m_dodgeMask ? m_dodgeMask : wire::dodge_default_mask(cfg.ecmp.dodge_field);
     cfg.ecmp.dodge_stride = m_dodgeStride;
@@ -355,17 +375,36 @@ TitaSwitchNode::Setup()
     // One descriptor per 256 bytes of buffer, as a cell-based switch has one cell
     // per 256 bytes: with BufferSize / 1 KiB a paused mix of data and ACKs ran out
     // of descriptors before PFC (which counts bytes) had paused anyone.
-    cfg.max_packets =
-        m_maxPackets ? m_maxPackets : static_cast<uint32_t>(std::max<uint64_t>(1024, m_bufferBytes / 256));
+    cfg.max_packets = m_maxPackets ? m_maxPackets
+                                   : static_cast<uint32_t>(std::clamp<uint64_t>(bufferBytes / 256, 1024, 1u << 30));
     // Most switches of a large fabric hold a few packets at a time: descriptors
     // are added as queues grow (fabric doubles them up to max_packets).
     cfg.initial_packets = std::min<uint32_t>(cfg.max_packets, 256);
-    std::string err;
-    NS_ABORT_MSG_IF(m_core.init(cfg, &err) != 0, "switch " << GetId() << ": " << err);
+    const uint64_t reserved = fab::reserved_bytes(cfg.mmu, GetNPorts());
+    if (reserved >= bufferBytes)
+    {
+        // The one setting a user is most likely to have made too small, named
+        // with what it has to hold.
+        std::ostringstream o;
+        o << "BufferSize " << bufferBytes << " bytes"
+          << (bufferBytes != m_bufferBytes ? " (" + std::to_string(m_bufferBytes) + " scaled to " +
+                                                 std::to_string(GetNPorts()) + " ports)"
+                                           : std::string())
+          << " leaves no shared buffer after " << reserved << " bytes of reserve and PFC headroom for its "
+          << GetNPorts() << " ports: raise --ns3::TitaSwitchNode::BufferSize (or lower ReserveBytes, "
+          << "HeadroomBytes)";
+        *err = o.str();
+        return false;
+    }
+    if (m_core.init(cfg, err) != 0)
+    {
+        return false;
+    }
     m_ready = true;
     UpdateHooks();
     m_portEvent.resize(m_ports.size());
     m_portEventNs.assign(m_ports.size(), UINT64_MAX);
+    return true;
 }
 
 void

@@ -83,9 +83,11 @@ class TitaSwitchNode : public Node
     uint16_t GetNPorts() const { return static_cast<uint16_t>(m_ports.size()); }
     Ptr<TitaSwitchNetDevice> GetPort(uint16_t port) const { return m_ports[port]; }
 
-    /// Builds the data plane from the attributes and the ports' rates. headroomBytes
-    /// is the PFC headroom per (ingress port, lossless priority); 0 = from the
-    /// largest port's rate x propagation delay (3 x rate x delay, as the HPCC simulator).
+    /// Builds the data plane from the attributes and the ports' rates: false with
+    /// a one-line reason (the buffer too small for its reserve and headroom, or a
+    /// setting lib/fabric refuses).
+    bool Setup(std::string* err);
+    /// Setup(), aborting on a mistake (tests and programs that built the settings).
     void Setup();
     /// Host route to dst over an ECMP group of ports.
     int AddRoute(Ipv4Address dst, const std::vector<uint16_t>& ports);
@@ -121,6 +123,7 @@ class TitaSwitchNode : public Node
 
     // Attributes
     uint64_t m_bufferBytes;
+    uint32_t m_bufferPorts;
     uint32_t m_reserveBytes;
     uint32_t m_headroomBytes;
     uint32_t m_headroomExtraBytes;

@@ -30,6 +30,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <sstream>
 #include <cstdio>
 #include <map>

@@ -15,9 +15,11 @@
 #include "tita-topology-spec.h"
 #include "tita-workload-kinds.h"
 
+#include "ns3/config.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/test.h"
+#include "ns3/uinteger.h"
 #include "tita/fabric/types.h"
 
 #include <filesystem>
@@ -586,6 +588,74 @@ class TitaScenarioTestCase : public TestCase
     }
 };
 
+// ---------------------------------------------------------------- switch buffers
+
+class TitaSwitchBufferTestCase : public TestCase
+{
+  public:
+    TitaSwitchBufferTestCase()
+        : TestCase("Switch buffers: BufferSize for BufferPorts ports, scaled to a switch's radix; a buffer too "
+                   "small for its reserve and headroom is one line")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        namespace fab = ::tita::fabric;
+        std::string err;
+        // 128 ports, twice BufferPorts (64): twice the 32 MiB, and the reserve
+        // and headroom of 128 ports out of it.
+        {
+            TitaNetworkHelper net;
+            NS_TEST_ASSERT_MSG_EQ(net.Build(tita_test::Star(128), &err), true, err);
+            const fab::Mmu& mmu = net.GetSwitches()[0]->GetCore().mmu();
+            NS_TEST_EXPECT_MSG_EQ(mmu.config().buffer_bytes, 64ULL << 20, "scaled to 128 ports");
+            NS_TEST_EXPECT_MSG_EQ(mmu.shared_bytes(),
+                                  (64ULL << 20) - fab::reserved_bytes(mmu.config(), 128),
+                                  "the rest is shared");
+            Simulator::Destroy();
+        }
+        // 64 ports keep BufferSize; BufferPorts 0 keeps it on any switch.
+        {
+            TitaNetworkHelper net;
+            NS_TEST_ASSERT_MSG_EQ(net.Build(tita_test::Star(64), &err), true, err);
+            NS_TEST_EXPECT_MSG_EQ(net.GetSwitches()[0]->GetCore().mmu().config().buffer_bytes,
+                                  32ULL << 20,
+                                  "64 ports");
+            Simulator::Destroy();
+        }
+        {
+            TitaNetworkHelper net;
+            net.SetSwitchAttribute("BufferPorts", UintegerValue(0));
+            NS_TEST_ASSERT_MSG_EQ(net.Build(tita_test::Star(128), &err), true, err);
+            NS_TEST_EXPECT_MSG_EQ(net.GetSwitches()[0]->GetCore().mmu().config().buffer_bytes,
+                                  32ULL << 20,
+                                  "no scaling");
+            Simulator::Destroy();
+        }
+        // A buffer too small for what 8 ports set aside: the one line tita-sim
+        // prints, no abort, no output directory.
+        Config::SetDefault("ns3::TitaSwitchNode::BufferSize", UintegerValue(500'000));
+        TitaNotes quiet;
+        TitaScenarioConfig cfg;
+        cfg.topo = "star:n=8";
+        cfg.workload = "incast:senders=2,bytes=1000";
+        cfg.outDir = CreateTempDirFilename("buffer-too-small");
+        TitaScenario sc(cfg, quiet);
+        const bool built = sc.Build(&err);
+        Config::SetDefault("ns3::TitaSwitchNode::BufferSize", UintegerValue(32ULL << 20));
+        NS_TEST_EXPECT_MSG_EQ(built, false, "refused");
+        NS_TEST_EXPECT_MSG_EQ(err,
+                              "switch tor: BufferSize 500000 bytes leaves no shared buffer after 709592 bytes of "
+                              "reserve and PFC headroom for its 8 ports: raise --ns3::TitaSwitchNode::BufferSize "
+                              "(or lower ReserveBytes, HeadroomBytes)",
+                              err);
+        NS_TEST_EXPECT_MSG_EQ(std::filesystem::exists(cfg.outDir), false, "no output");
+        Simulator::Destroy();
+    }
+};
+
 // ---------------------------------------------------------------- Hash Dodging
 
 class TitaDodgeRecoveryTestCase : public TestCase
@@ -695,6 +765,7 @@ class TitaScenarioTestSuite : public TestSuite
         AddTestCase(new TitaWorkloadSetTestCase, TestCase::QUICK);
         AddTestCase(new TitaOutputWriterTestCase, TestCase::QUICK);
         AddTestCase(new TitaScenarioTestCase, TestCase::QUICK);
+        AddTestCase(new TitaSwitchBufferTestCase, TestCase::QUICK);
         AddTestCase(new TitaDodgeRecoveryTestCase, TestCase::QUICK);
         AddTestCase(new TitaDodgeExperimentTestCase, TestCase::QUICK);
     }

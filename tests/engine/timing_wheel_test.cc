@@ -52,6 +52,25 @@ TEST(TimingWheel, OverflowDeadlineFiresWhenTheClockJumpsPastIt) {
   EXPECT_EQ(advance(w, 10 * kHorizonNs + 5), std::vector<uint32_t>{2});
 }
 
+TEST(TimingWheel, IdsAddedLaterFireAsIdsMadeAtTheStart) {
+  // No ids, no slots: an idle wheel answers and allocates nothing.
+  TimingWheel w(0, kSlots, kSlotNs);
+  EXPECT_EQ(w.next_expiry_ns(), TimingWheel::kNever);
+  EXPECT_TRUE(advance(w, 10 * kSlotNs).empty());
+  w.add_ids(1);
+  w.schedule(0, 20 * kSlotNs);                  // in the wheel
+  w.add_ids(3);                                  // grows under a scheduled id
+  w.schedule(2, 20 * kSlotNs + kSlots * kSlotNs);  // beyond the horizon: overflow
+  w.add_ids(100);
+  w.schedule(99, 15 * kSlotNs);
+  EXPECT_EQ(w.next_expiry_ns(), 15 * kSlotNs);
+  EXPECT_EQ(advance(w, 15 * kSlotNs), std::vector<uint32_t>{99});
+  EXPECT_EQ(advance(w, 20 * kSlotNs), std::vector<uint32_t>{0});
+  EXPECT_EQ(w.next_expiry_ns(), 20 * kSlotNs + kSlots * kSlotNs);
+  EXPECT_EQ(advance(w, 20 * kSlotNs + kSlots * kSlotNs), std::vector<uint32_t>{2});
+  EXPECT_EQ(w.next_expiry_ns(), TimingWheel::kNever);
+}
+
 // Wheels of one word of slots, of 64 words and of 128 (two words of the
 // summary bitmap that finds the next occupied word): the same reference.
 class TimingWheelSizes : public testing::TestWithParam<uint32_t> {};

@@ -894,6 +894,38 @@ TEST_F(Rules, DestroyedQpNumberIsReusedCleanly) {
   EXPECT_EQ(q.qp_state, QpState::kReset);
 }
 
+TEST_F(Rules, ACqThatGrowsOnDemandHoldsItsEntriesInOrderAndNoMore) {
+  // The engine of a simulation (grow_on_demand): rings start empty and double
+  // from 16 as they fill. A 40-entry CQ takes 40 flushed receives in order
+  // (through 16 and 32 slots), then is in error, as a CQ made full-size is.
+  EngineConfig c;
+  c.grow_on_demand = true;
+  make(c);
+  uint32_t cq40, q2;
+  ASSERT_EQ(eng->create_cq(40, &cq40), 0);
+  ASSERT_EQ(eng->create_qp(pd, {.send_cq = cq40, .recv_cq = cq40, .max_recv_wr = 63}, &q2), 0);
+  std::string err;
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  ASSERT_EQ(eng->modify_qp(q2, a, kQpState | kQpToInitRequired, &err), 0);
+  for (uint64_t i = 0; i < 45; ++i) {
+    RecvWr r;
+    r.wr_id = i;
+    ASSERT_EQ(eng->post_recv(q2, &r, nullptr), 0);
+  }
+  a.qp_state = QpState::kError;
+  ASSERT_EQ(eng->modify_qp(q2, a, kQpState, &err), 0);
+  WorkCompletion wc[64];
+  ASSERT_EQ(eng->poll_cq(cq40, 64, wc), 40);
+  for (uint64_t i = 0; i < 40; ++i) EXPECT_EQ(wc[i].wr_id, i);
+  EXPECT_EQ(eng->poll_cq(cq40, 64, wc), -EIO);
+  EXPECT_EQ(eng->counters().cq_overflows, 5u);
+  // Resized, it keeps what it holds and grows to the new size.
+  uint32_t cq8;
+  ASSERT_EQ(eng->create_cq(8, &cq8), 0);
+  EXPECT_EQ(eng->resize_cq(cq8, 64), 0);
+}
+
 TEST_F(Rules, ResourcesInUseCannotBeFreed) {
   EXPECT_EQ(eng->dealloc_pd(pd), -EBUSY);  // the MR and QP use it
   EXPECT_EQ(eng->destroy_cq(cq), -EBUSY);

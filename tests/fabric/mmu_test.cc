@@ -92,6 +92,44 @@ TEST(Mmu, BadConfigsAreRefused) {
   EXPECT_EQ(m.init(c, 2, &err), -EINVAL);
 }
 
+TEST(Mmu, BufferScalesWithTheRadixAtItsPerPortShare) {
+  // 32 MiB for a 64-port switch: 512 KiB a port.
+  constexpr uint64_t k32MiB = 32ull << 20;
+  EXPECT_EQ(scaled_buffer_bytes(k32MiB, 64, 64), k32MiB);
+  EXPECT_EQ(scaled_buffer_bytes(k32MiB, 8, 64), k32MiB);  // smaller switches keep it
+  EXPECT_EQ(scaled_buffer_bytes(k32MiB, 128, 64), 64ull << 20);
+  EXPECT_EQ(scaled_buffer_bytes(k32MiB, 256, 64), 128ull << 20);
+  EXPECT_EQ(scaled_buffer_bytes(1000, 3, 2), 1500u);
+  EXPECT_EQ(scaled_buffer_bytes(1001, 3, 2), 1501u);  // 3003 / 2, rounded down
+  EXPECT_EQ(scaled_buffer_bytes(k32MiB, 256, 0), k32MiB);  // 0: no scaling
+  EXPECT_EQ(scaled_buffer_bytes(UINT64_MAX, 4, 1), UINT64_MAX);  // saturates
+
+  // The spine of an 8,192-GPU multi-rail cluster: 256 ports of 400 Gb/s on
+  // 1 us links, headroom 3 x 50,000 B/us x 1 us + 2 x 9,216 = 168,432 B a port.
+  // Reserve 256 x 8 x 4,096 = 8,388,608 and headroom 256 x 168,432 =
+  // 43,118,592: 51,507,200 B, more than 32 MiB, which a 64-port switch keeps.
+  MmuConfig c;
+  c.reserve_bytes = 4096;
+  c.lossless = 1u << 3;
+  c.port_headroom_bytes.assign(256, 168'432);
+  EXPECT_EQ(reserved_bytes(c, 256), 51'507'200u);
+  Mmu m;
+  std::string err;
+  c.buffer_bytes = k32MiB;
+  EXPECT_EQ(m.init(c, 256, &err), -EINVAL);
+  EXPECT_EQ(err, "buffer_bytes 33554432 leaves no shared buffer after 51507200 bytes of reserve and headroom");
+  // Scaled to its radix: 128 MiB, of which 134,217,728 - 51,507,200 shared.
+  c.buffer_bytes = scaled_buffer_bytes(k32MiB, 256, 64);
+  ASSERT_EQ(m.init(c, 256, &err), 0) << err;
+  EXPECT_EQ(m.shared_bytes(), 82'710'528u);
+  // The same share on the 64-port spine of 2,048 GPUs: 32 MiB, shared
+  // 33,554,432 - 64 x (32,768 + 168,432) = 20,677,632.
+  c.port_headroom_bytes.assign(64, 168'432);
+  c.buffer_bytes = scaled_buffer_bytes(k32MiB, 64, 64);
+  ASSERT_EQ(m.init(c, 64, &err), 0) << err;
+  EXPECT_EQ(m.shared_bytes(), 20'677'632u);
+}
+
 TEST(Mmu, LossyDynamicThresholdAlphaOne) {
   // Queue q (bytes) from one ingress group: the first 1000 bytes sit in the
   // group's reserve, the rest in shared, so shared_used = q - 1000. A packet is

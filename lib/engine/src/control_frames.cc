@@ -68,7 +68,8 @@ Engine::Impl::Queued Engine::Impl::queue_control(Qp& qp, const wire::HeaderTempl
     ce_before = w->ce_packets;  // the one it replaces echoed marks: they are not lost
     if (echo == nullptr) echo = &none;
     result = Queued::kMerged;
-  } else if (control_count == control.size()) [[unlikely]] {
+  } else if (control_count == control.size() && !grow_ring(control, control_head, control_count, cfg.control_ring))
+      [[unlikely]] {
     ++counters.control_ring_full;
     return Queued::kDropped;
   } else {

@@ -34,9 +34,27 @@ struct Mr {
   uint8_t* at(uint64_t va) const { return base ? base + (va - iova) : nullptr; }
 };
 
+// A ring that grows as it fills, up to `limit` slots: doubling from 16, what it
+// holds moved over in order to the front. With EngineConfig::grow_on_demand the
+// engine's rings (completion queues, the control ring, the ready ring) start
+// empty, so an engine of many idle QPs and queues (ns-3 at thousands of hosts)
+// costs little; a ring grows a few times at most (log2 of its limit). Without
+// it they are made full size and never grow. False at the limit.
+template <class T>
+bool grow_ring(std::vector<T>& ring, uint32_t& head, uint32_t count, size_t limit) {
+  const size_t have = ring.size();
+  if (have >= limit) return false;
+  std::vector<T> bigger(std::min(limit, std::max<size_t>(16, 2 * have)));
+  for (uint32_t i = 0; i < count; ++i) bigger[i] = std::move(ring[(head + i) % have]);
+  ring = std::move(bigger);
+  head = 0;
+  return true;
+}
+
 struct Cq {
   enum Arm : uint8_t { kUnarmed, kNext, kSolicited };
-  std::vector<WorkCompletion> ring;
+  std::vector<WorkCompletion> ring;  // grows to `entries` (grow_ring)
+  uint32_t entries = 0;              // what the CQ holds (create_cq, resize_cq)
   uint32_t head = 0;  // next to poll
   uint32_t count = 0;
   Arm armed = kUnarmed;
@@ -157,10 +175,10 @@ struct Engine::Impl {
   std::vector<uint32_t> free_qps;
   std::deque<std::pair<std::string, cc::Params>> cc_params;  // stable addresses
   TimingWheel wheel;
-  std::vector<uint32_t> ready;  // ring of QP indices
+  std::vector<uint32_t> ready;  // ring of QP indices (grow_ring, no limit: stale entries of destroyed QPs stay)
   uint32_t ready_head = 0;
   uint32_t ready_count = 0;
-  std::vector<ControlFrame> control;
+  std::vector<ControlFrame> control;  // ring of up to cfg.control_ring (grow_ring)
   uint32_t control_head = 0;
   uint32_t control_count = 0;
   uint64_t control_popped = 0;  // control frames sent so far: the head's absolute position

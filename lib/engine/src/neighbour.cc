@@ -36,7 +36,8 @@ NeighbourEntry* find(std::vector<NeighbourEntry>& table, uint32_t ip) {
 
 void Engine::Impl::send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8_t target_mac[6],
                             uint32_t target_ip) {
-  if (control_count == control.size()) [[unlikely]] {
+  if (control_count == control.size() && !grow_ring(control, control_head, control_count, cfg.control_ring))
+      [[unlikely]] {
     ++counters.control_ring_full;
     return;
   }

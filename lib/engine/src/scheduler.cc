@@ -10,6 +10,7 @@ namespace tita::engine {
 void Engine::Impl::make_ready(Qp& qp) {
   if (qp.in_ready) return;
   qp.in_ready = true;
+  if (ready_count == ready.size()) grow_ring(ready, ready_head, ready_count, SIZE_MAX);
   ready[(ready_head + ready_count) % ready.size()] = qp.index;
   ++ready_count;
 }

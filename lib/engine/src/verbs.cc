@@ -61,15 +61,18 @@ std::string_view to_string(EventKind k) {
 Engine::Impl::Impl(const EngineConfig& c, PacketIo* io_)
     : cfg(c),
       io(io_),
-      wheel(c.max_qps, std::max<uint32_t>(64, std::bit_ceil(c.timer_slots)), std::max<uint64_t>(1, c.timer_slot_ns)),
-      ready(c.max_qps),
-      control(c.control_ring) {
+      wheel(0, std::max<uint32_t>(64, std::bit_ceil(c.timer_slots)), std::max<uint64_t>(1, c.timer_slot_ns)) {
   cfg.sr_window = std::clamp<uint32_t>(std::bit_ceil(std::max<uint32_t>(cfg.sr_window, 64)), 64, 1024);
   cfg.ack_req_every = std::max<uint32_t>(cfg.ack_req_every, 1);
   cfg.ack_unsolicited = std::max<uint32_t>(cfg.ack_unsolicited, 1);
   mrs.emplace_back();  // key 0 is never valid
   pds.push_back(0);    // PD 0 is never valid
   cc_params.emplace_back("none", cc::Params{});  // line rate, for QPs without set_cc
+  if (!cfg.grow_on_demand) {
+    wheel.add_ids(cfg.max_qps);
+    ready.resize(cfg.max_qps);
+    control.resize(cfg.control_ring);
+  }
 }
 
 Engine::Engine(const EngineConfig& config, PacketIo* io) : impl_(std::make_unique<Impl>(config, io)) {}
@@ -167,7 +170,8 @@ int Engine::create_cq(uint32_t entries, uint32_t* cq) {
   if (index == m.cqs.size()) m.cqs.emplace_back();
   Cq& c = m.cqs[index];
   c = Cq{};
-  c.ring.resize(entries);
+  c.entries = entries;
+  if (!m.cfg.grow_on_demand) c.ring.resize(entries);
   c.valid = true;
   *cq = index;
   return 0;
@@ -188,11 +192,14 @@ int Engine::resize_cq(uint32_t cq, uint32_t entries) {
   if (cq >= m.cqs.size() || !m.cqs[cq].valid) return -EINVAL;
   Cq& c = m.cqs[cq];
   if (entries == 0 || entries > kMaxCqEntries || entries < c.count) return -EINVAL;
-  std::vector<WorkCompletion> ring(entries);
+  // What it holds, to the front of the new ring (one just large enough when it
+  // grows on demand).
+  std::vector<WorkCompletion> ring(m.cfg.grow_on_demand ? c.count : entries);
   const auto size = static_cast<uint32_t>(c.ring.size());
   for (uint32_t i = 0; i < c.count; ++i) ring[i] = c.ring[(c.head + i) % size];
   c.ring = std::move(ring);
   c.head = 0;
+  c.entries = entries;
   return 0;
 }
 
@@ -236,6 +243,7 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
     if (m.qps.size() >= m.cfg.max_qps) return -ENOSPC;
     index = static_cast<uint32_t>(m.qps.size());
     m.qps.emplace_back();
+    m.wheel.add_ids(index + 1);
   }
   // The rings hold one slot more than the QP holds (full and empty differ);
   // what it can hold is reported back, as a provider rounds ibv_qp_cap up.
@@ -260,8 +268,11 @@ int Engine::destroy_qp(uint32_t qp_num) {
   m.drop_ooo(*qp);
   m.wheel.cancel(qp->index);
   if (qp->cold.init.srq != 0) --m.srqs[qp->cold.init.srq].users;
-  qp->valid = false;  // a stale entry in the ready ring is skipped
   m.free_qps.push_back(qp->index);
+  // Its memory goes back now (a stale entry in the ready ring, a control frame
+  // still waiting for it, find no QP and are skipped): an engine holds the QPs
+  // it has, not the most it ever had.
+  m.qps[qp->index].reset();
   return 0;
 }
 
@@ -385,7 +396,7 @@ void Engine::Impl::complete(uint32_t cq, const WorkCompletion& wc, bool solicite
     ++counters.cq_overflows;  // lost: the CQ already reported its overflow
     return;
   }
-  if (c.count == c.ring.size()) [[unlikely]] {
+  if (c.count == c.ring.size() && !grow_ring(c.ring, c.head, c.count, c.entries)) [[unlikely]] {
     // A completion with nowhere to go: the CQ is in error (IBV_EVENT_CQ_ERR) and
     // the QPs that use it stop, rather than losing completions silently.
     ++counters.cq_overflows;

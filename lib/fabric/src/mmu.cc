@@ -5,6 +5,22 @@
 
 namespace tita::fabric {
 
+uint64_t reserved_bytes(const MmuConfig& cfg, uint16_t ports) {
+  const uint64_t lossless = static_cast<uint64_t>(__builtin_popcount(cfg.lossless));
+  uint64_t headroom = 0;
+  for (uint16_t p = 0; p < ports; ++p) {
+    headroom += cfg.port_headroom_bytes.empty() ? cfg.headroom_bytes : cfg.port_headroom_bytes[p];
+  }
+  return uint64_t{ports} * kPriorities * cfg.reserve_bytes + lossless * headroom;
+}
+
+uint64_t scaled_buffer_bytes(uint64_t buffer_bytes, uint32_t ports, uint32_t base_ports) {
+  if (base_ports == 0 || ports <= base_ports) return buffer_bytes;
+  // buffer x ports / base without overflowing 64 bits.
+  const unsigned __int128 b = static_cast<unsigned __int128>(buffer_bytes) * ports / base_ports;
+  return b > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(b);
+}
+
 int Mmu::init(const MmuConfig& cfg, uint16_t ports, std::string* err) {
   if (ports == 0) {
     *err = "the switch has no ports";
@@ -30,12 +46,7 @@ int Mmu::init(const MmuConfig& cfg, uint16_t ports, std::string* err) {
       return -EINVAL;
     }
   }
-  const uint64_t lossless = static_cast<uint64_t>(__builtin_popcount(cfg.lossless));
-  uint64_t headroom = 0;
-  for (uint16_t p = 0; p < ports; ++p) {
-    headroom += cfg.port_headroom_bytes.empty() ? cfg.headroom_bytes : cfg.port_headroom_bytes[p];
-  }
-  const uint64_t reserved = uint64_t{ports} * kPriorities * cfg.reserve_bytes + lossless * headroom;
+  const uint64_t reserved = reserved_bytes(cfg, ports);
   if (reserved >= cfg.buffer_bytes) {
     *err = "buffer_bytes " + std::to_string(cfg.buffer_bytes) + " leaves no shared buffer after " +
            std::to_string(reserved) + " bytes of reserve and headroom";

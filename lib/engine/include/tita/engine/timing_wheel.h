@@ -4,7 +4,7 @@
 // within it. Each id has at most one deadline. Deadlines are exact: an id fires at
 // the first advance(now) with now >= its deadline, never earlier, and
 // next_expiry_ns() is the exact earliest deadline. Nothing allocates after
-// construction except the overflow heap's growth.
+// construction except the overflow heap's growth and add_ids().
 #pragma once
 
 #include <algorithm>
@@ -21,20 +21,31 @@ class TimingWheel {
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
   static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
-  // slots: a power of two, at least 64.
-  TimingWheel(uint32_t ids, uint32_t slots, uint64_t slot_ns)
-      : slot_ns_(slot_ns),
-        mask_(slots - 1),
-        heads_(slots, kNone),
-        occupied_(slots / 64, 0),
-        summary_((slots / 64 + 63) / 64, 0),
-        deadline_(ids, kNever),
-        next_(ids, kNone),
-        prev_(ids, kNone),
-        where_(ids, kNowhere),
-        gen_(ids, 0) {
-    due_.reserve(ids);
+  // slots: a power of two, at least 64. Room for `ids` ids (add_ids makes more).
+  TimingWheel(uint32_t ids, uint32_t slots, uint64_t slot_ns) : slot_ns_(slot_ns), mask_(slots - 1) {
     assert(slots >= 64 && (slots & (slots - 1)) == 0);
+    add_ids(ids);
+  }
+
+  // Room for ids below `ids`: the per-id arrays grow (at least doubling), and
+  // the slots are allocated with the first id, so a wheel nobody schedules on
+  // (an engine without QPs) holds nothing. Allocates: call it where ids are
+  // made (an engine's create_qp), not on the data path.
+  void add_ids(uint32_t ids) {
+    if (ids <= deadline_.size()) return;
+    if (heads_.empty()) {
+      const uint64_t slots = mask_ + 1;
+      heads_.assign(slots, kNone);
+      occupied_.assign(slots / 64, 0);
+      summary_.assign((slots / 64 + 63) / 64, 0);
+    }
+    const size_t n = std::max<size_t>(ids, 2 * deadline_.size());
+    deadline_.resize(n, kNever);
+    next_.resize(n, kNone);
+    prev_.resize(n, kNone);
+    where_.resize(n, kNowhere);
+    gen_.resize(n, 0);
+    due_.reserve(n);
   }
 
   bool scheduled(uint32_t id) const { return where_[id] != kNowhere; }
@@ -113,7 +124,7 @@ class TimingWheel {
   // far away (an idle engine asks for its next deadline at every poll). Ring
   // words never span the end of the ring (slots is a multiple of 64).
   uint64_t next_occupied(uint64_t from, uint64_t end) const {
-    if (from >= end) return end;
+    if (from >= end || occupied_.empty()) return end;
     const uint64_t idx = from & mask_;
     const uint64_t bits = occupied_[idx >> 6] >> (idx & 63);
     if (bits != 0) return std::min(end, from + static_cast<uint64_t>(__builtin_ctzll(bits)));

@@ -178,6 +178,13 @@ struct EngineConfig {
   // fail with kRetryExcErr. Answers and requests for our IP fill the table.
   uint64_t arp_retry_ns = 1'000'000'000;
   uint32_t arp_tries = 3;
+  // Memory on demand: false (a datapath) allocates every ring and the timing
+  // wheel at their full size when the engine and its CQs are made, so the
+  // per-packet path never allocates; true (a simulation of thousands of mostly
+  // idle engines) starts them empty and grows them, doubling, as they fill
+  // (completion queues up to their entries, the control ring up to control_ring,
+  // the wheel with the QPs created). What an engine does is the same either way.
+  bool grow_on_demand = false;
 };
 
 struct MrInfo {

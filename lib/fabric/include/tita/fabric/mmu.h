@@ -53,6 +53,22 @@ struct MmuConfig {
   std::vector<double> port_pfc_alpha;
 };
 
+// What cfg sets aside on a switch of `ports` ports before any sharing: the
+// reserve of every (port, priority) and the headroom of every (port, lossless
+// priority). The shared buffer is buffer_bytes less this; init() refuses a
+// buffer that leaves none.
+uint64_t reserved_bytes(const MmuConfig& cfg, uint16_t ports);
+
+// A switch's buffer as switch ASICs grow it with their radix: `buffer_bytes` is
+// the buffer of a switch of `base_ports` ports, and a switch of more ports keeps
+// its per-port share, buffer_bytes x ports / base_ports (rounded down). Merchant
+// ASICs of one family grow their buffer with their port count: Broadcom's
+// Tomahawk 3, 4 and 5 hold 64, 113 and 165 MB for 32, 64 and 128 ports of
+// 400 Gb/s (2.0, 1.8 and 1.3 MB a port); a chassis of several chips adds theirs.
+// A switch of at most base_ports ports, or base_ports 0 (no scaling), gets
+// buffer_bytes as it is.
+uint64_t scaled_buffer_bytes(uint64_t buffer_bytes, uint32_t ports, uint32_t base_ports);
+
 struct Admission {
   bool admitted = false;
   DropReason reason = DropReason::kBufferFull;  // when not admitted
