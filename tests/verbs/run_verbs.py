@@ -2,12 +2,15 @@
 """Unmodified rdma-core programs over tita, two processes on a vhost/virtio-user
 (or memif) pair, each started by tita-run; every run must exit 0 and report.
 
-  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, perftest, check, engines, pyverbs, ucx
+  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, ud, perftest, check, engines, pyverbs, ucx
 
 tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
            refuses bad settings with one line before the program starts.
 pingpong:  ibv_rc_pingpong 1 B to 1 MiB, with and without completion events (-e),
            over vhost and over memif.
+ud:        ibv_ud_pingpong (UD QPs, address handles resolved by ARP, the GRH area)
+           up to the port's MTU, with and without completion events, over vhost and
+           memif.
 perftest:  ib_{send,write,read,atomic}_{bw,lat} with common flags (-s, -n, -D, -q, -a).
 check:     verbs_check (the project's own libibverbs program): every opcode with its
            bytes compared, atomics under contention, the error cases, in one process
@@ -220,6 +223,25 @@ def pingpong():
                 fail(f"{name} {' '.join(opts)}: {who} printed no result")
             elif m:
                 print(f"{name} {' '.join(opts)}: {who} {m.group(2)} usec/iter")
+
+
+def ud():
+    need("ibv_ud_pingpong")
+    cases = [("vhost", ["-s", "1"]), ("vhost", ["-s", "1024"]), ("vhost", ["-s", "4096", "-n", "2000"]),
+             ("vhost", ["-e", "-s", "512"]), ("memif", ["-s", "2048", "-n", "1000"]),
+             ("memif", ["-e", "-s", "64", "-r", "50"])]
+    for i, (kind, opts) in enumerate(cases):
+        port = str(port_counter[0] + 100 + i)
+        base = ["ibv_ud_pingpong", "-d", "tita0", "-g", "0", "-p", port] + opts
+        name = f"ud-pingpong-{kind}-{i}"
+        out, rc = pair(name, base, base + ["127.0.0.1"], kind=kind)
+        for who in ("server", "client"):
+            m = re.search(r"(\d+) bytes in [\d.]+ seconds = [\d.]+ Mbit/sec\s+(\d+) iters in [\d.]+ seconds = "
+                          r"([\d.]+) usec/iter", out[who])
+            if rc[who] == 0 and m is None:
+                fail(f"{name} {' '.join(opts)}: {who} printed no result")
+            elif m:
+                print(f"{name} {' '.join(opts)}: {who} {m.group(2)} iters, {m.group(3)} usec/iter")
 
 
 def perftest():
@@ -461,7 +483,7 @@ def ucx():
 
 
 os.makedirs(WORK, exist_ok=True)
-{"tools": tools, "pingpong": pingpong, "perftest": perftest, "check": check, "engines": engines,
+{"tools": tools, "pingpong": pingpong, "ud": ud, "perftest": perftest, "check": check, "engines": engines,
  "pyverbs": pyverbs, "ucx": ucx}[GROUP]()
 if failures:
     print(f"{len(failures)} failure(s)")

@@ -41,11 +41,11 @@ int poll_lane(Device* d, Cq* cq, uint32_t lane, int n, ibv_wc* wc) {
       o.byte_len = w.byte_len;
       o.imm_data = htonl(w.imm_data);
       o.qp_num = w.qp_num;
-      o.src_qp = 0;
-      o.wc_flags = w.with_imm ? IBV_WC_WITH_IMM : 0;
+      o.src_qp = w.src_qp;
+      o.wc_flags = (w.with_imm ? IBV_WC_WITH_IMM : 0) | (w.grh ? IBV_WC_GRH : 0);
       o.pkey_index = 0;
       o.slid = 0;
-      o.sl = 0;
+      o.sl = w.sl;
       o.dlid_path_bits = 0;
     }
     total += got;
