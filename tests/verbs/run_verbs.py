@@ -228,7 +228,7 @@ def pingpong():
 def ud():
     need("ibv_ud_pingpong")
     cases = [("vhost", ["-s", "1"]), ("vhost", ["-s", "1024"]), ("vhost", ["-s", "4096", "-n", "2000"]),
-             ("vhost", ["-e", "-s", "512"]), ("memif", ["-s", "2048", "-n", "1000"]),
+             ("vhost", ["-e", "-s", "512"]), ("memif", ["-s", "1024", "-n", "1000"]),
              ("memif", ["-e", "-s", "64", "-r", "50"])]
     for i, (kind, opts) in enumerate(cases):
         port = str(port_counter[0] + 100 + i)
