@@ -2,7 +2,8 @@
 """Unmodified rdma-core programs over tita, two processes on a vhost/virtio-user
 (or memif) pair, each started by tita-run; every run must exit 0 and report.
 
-  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, ud, perftest, check, engines, pyverbs, ucx
+  run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, ud, perftest, check, engines, pyverbs, ucx,
+                                            ucx-ud
 
 tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
            refuses bad settings with one line before the program starts.
@@ -17,6 +18,7 @@ check:     verbs_check (the project's own libibverbs program): every opcode with
            (the device's internal loop) and between two.
 pyverbs:   rdma-core's pyverbs suite over a memif pair: no failure, no error, a pass count.
 ucx:       ucx_info -d lists tita0; rc_verbs refused at ibv_create_srq (EOPNOTSUPP, one line).
+ucx-ud:    ucx_perftest tag_bw and tag_lat over UCX_TLS=ud_verbs between two processes.
 """
 import os
 import re
@@ -144,7 +146,7 @@ def tools():
     r = run(["ibv_devinfo", "-v"])
     want = [r"hca_id:\s+tita0", r"transport:\s+InfiniBand", r"state:\s+PORT_ACTIVE \(4\)",
             r"link_layer:\s+Ethernet", r"GID\[\s*0\]:\s+::ffff:10\.0\.0\.1, RoCE v2", r"atomic_cap:\s+ATOMIC_HCA",
-            r"max_qp:\s+4096", r"max_sge:\s+4", r"max_qp_rd_atom:\s+128", r"phys_port_cnt:\s+1",
+            r"max_qp:\s+4096", r"max_sge:\s+8", r"max_qp_rd_atom:\s+128", r"phys_port_cnt:\s+1",
             r"max_msg_sz:\s+0x80000000", r"active_mtu:\s+4096 \(5\)", r"board_id:\s+tita on DPDK port net_ring0",
             # net_ring reports 10 Gb/s: one lane of FDR10's 10 Gb/s
             r"active_width:\s+1X \(1\)", r"active_speed:\s+10.0 Gbps \(8\)",
@@ -381,7 +383,7 @@ def check():
 # rdma-core's own test suite (Debian ships it with rdma-core): what tita must pass.
 # Raise PYVERBS_MIN_PASS as tita gains features; doc/verbs.md has the table.
 PYVERBS_SUITE = "/usr/share/doc/rdma-core/tests"
-PYVERBS_MIN_PASS = 48
+PYVERBS_MIN_PASS = 73
 
 
 def memif_listening(sock):
@@ -482,9 +484,59 @@ def ucx():
     print(f"ucx: tita0 listed with rc_verbs and ud_verbs; rc_verbs refused at ibv_create_srq: {said[0]}")
 
 
+def ucx_ud():
+    """UCX 1.13's ucx_perftest, unmodified, over its ud_verbs transport on tita0
+    (UCX_TLS=ud_verbs, UCX_NET_DEVICES=tita0:1): tag_bw and tag_lat run to the
+    end in both processes, every iteration done. ucx_perftest opens its device
+    only after its own TCP handshake, when both sides start UCX at once, so the
+    vdev pair must not care which side comes first: virtio-user is the socket's
+    server (server=1) in the perftest client and vhost-user its client
+    (client=1, reconnecting) in the perftest server."""
+    need_root("UCX over tita")
+    need("ucx_perftest")
+    env = dict(os.environ, UCX_TLS="ud_verbs", UCX_NET_DEVICES="tita0:1", TITA_LINK_WAIT_MS="0")
+    for i, (test, size, iters) in enumerate((("tag_bw", "1024", "20000"), ("tag_bw", "4000", "5000"),
+                                              ("tag_lat", "8", "5000"))):
+        name = f"ucx-ud-{test}-{size}"
+        sock = os.path.join(WORK, name + ".sock")
+        if os.path.exists(sock):
+            os.unlink(sock)
+        port = str(port_counter[0] + 200 + i)
+        logs = {w: open(os.path.join(WORK, f"{name}.{w}.log"), "w+") for w in ("server", "client")}
+        srv = subprocess.Popen(tita("10.0.0.1", f"net_vhost0,iface={sock},client=1") + ["ucx_perftest", "-p", port],
+                               stdout=logs["server"], stderr=subprocess.STDOUT, env=env)
+        time.sleep(1)
+        cli = subprocess.Popen(tita("10.0.0.2", f"net_virtio_user0,path={sock},server=1") +
+                               ["ucx_perftest", "127.0.0.1", "-p", port, "-t", test, "-s", size, "-n", iters],
+                               stdout=logs["client"], stderr=subprocess.STDOUT, env=env)
+        rc = {}
+        for who, p in (("client", cli), ("server", srv)):
+            try:
+                rc[who] = p.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc[who] = "timeout"
+        out = {}
+        for who, f in logs.items():
+            f.seek(0)
+            out[who] = f.read()
+            f.close()
+        for who in ("server", "client"):
+            if rc[who] != 0:
+                tail = "\n    ".join(out[who].strip().splitlines()[-8:])
+                fail(f"{name}: {who} exited {rc[who]}:\n    {tail}")
+        m = re.search(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", out["client"], re.M)
+        if m is None:
+            fail(f"{name}: ucx_perftest printed no final line")
+        elif m.group(1) != iters:
+            fail(f"{name}: {m.group(1)} of {iters} iterations")
+        else:
+            print(f"{name}: {iters} iterations, typical {m.group(2)} us, {m.group(5)} MB/s")
+
+
 os.makedirs(WORK, exist_ok=True)
 {"tools": tools, "pingpong": pingpong, "ud": ud, "perftest": perftest, "check": check, "engines": engines,
- "pyverbs": pyverbs, "ucx": ucx}[GROUP]()
+ "pyverbs": pyverbs, "ucx": ucx, "ucx-ud": ucx_ud}[GROUP]()
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)

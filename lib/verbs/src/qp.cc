@@ -145,6 +145,8 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       if (rc == 0) rc = -e.post_send(qp->qpn, &w, nullptr);
     }
     if (rc != 0) {
+      d->log(Config::Log::kDebug, "ibv_post_send(QP %#x): %s: opcode %d, %d SGEs, flags %#x", qp->qpn, strerror(rc),
+             wr->opcode, wr->num_sge, wr->send_flags);
       if (bad) *bad = wr;
       break;
     }

@@ -263,7 +263,7 @@ struct QpInitAttr {
   bool sq_sig_all = false;
 };
 
-inline constexpr uint32_t kMaxSge = 4;
+inline constexpr uint32_t kMaxSge = 8;  // UCX's UD and RC transports ask for 6 send SGEs
 inline constexpr uint32_t kMaxInlineData = 512;
 inline constexpr uint32_t kMaxRdAtomic = 128;  // max_rd_atomic and max_dest_rd_atomic
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
