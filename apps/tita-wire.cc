@@ -74,6 +74,7 @@ json describe(const Packet& p) {
       {"icrc", p.icrc()},
   };
   if (p.has_vlan) j["vlan"] = {{"pcp", p.pcp}, {"vid", p.vid}};
+  if (const Deth* h = p.deth()) j["deth"] = {{"q_key", h->qkey.get()}, {"srcqp", h->src_qp.get()}};
   if (const Reth* h = p.reth()) j["reth"] = {{"va", h->va.get()}, {"r_key", h->rkey.get()}, {"dmalen", h->dma_len.get()}};
   if (const Aeth* h = p.aeth()) j["aeth"] = {{"syndrome", h->syndrome}, {"msn", h->msn.get()}};
   if (const ImmDt* h = p.imm()) j["immdt"] = h->imm.get();
@@ -148,6 +149,8 @@ FrameFields random_fields(std::mt19937_64& rng, Opcode op, bool ipv6, std::vecto
   f.swap_add = u(~0ull);
   f.compare = u(~0ull);
   f.orig = u(~0ull);
+  f.qkey = static_cast<uint32_t>(u(0xffffffff));
+  f.src_qp = static_cast<uint32_t>(u(kPsnMask));
   payload->clear();
   if (info.has(kHasPayload)) {
     payload->resize(u(64) == 0 ? 0 : 1 + u(1500));

@@ -24,6 +24,7 @@ void check_accepted(const Packet& p, uint32_t size) {
   require(p.icrc_offset + kIcrcBytes <= size);
   require(p.trailer_len == 0 || p.trailer_offset + p.trailer_len == size);
   volatile uint64_t sink = p.psn() + p.dest_qp() + p.icrc();
+  if (const Deth* d = p.deth()) sink = sink + d->qkey.get() + d->src_qp.get();
   if (const Reth* r = p.reth()) sink = sink + r->va.get();
   if (const Aeth* a = p.aeth()) sink = sink + a->msn.get();
   if (const ImmDt* i = p.imm()) sink = sink + i->imm.get();
@@ -54,6 +55,7 @@ void check_rebuild(const Packet& p) {
   f.psn = p.psn();
   f.pkey = p.bth().pkey.get();
   f.ack_req = p.bth().ack_requested();
+  if (const Deth* d = p.deth()) f.qkey = d->qkey.get(), f.src_qp = d->src_qp.get();
   if (const Reth* r = p.reth()) f.va = r->va.get(), f.rkey = r->rkey.get(), f.dma_len = r->dma_len.get();
   if (const Aeth* a = p.aeth()) f.syndrome = a->syndrome, f.msn = a->msn.get();
   if (const ImmDt* i = p.imm()) f.imm = i->imm.get();
@@ -65,6 +67,10 @@ void check_rebuild(const Packet& p) {
   require(parse(buf.data(), static_cast<uint32_t>(len), &q) == ParseError::kOk);
   require(q.opcode() == p.opcode() && q.psn() == p.psn() && q.dest_qp() == p.dest_qp());
   require(q.payload_len == p.payload_len && std::memcmp(q.payload(), p.payload(), p.payload_len) == 0);
+  require((q.deth() == nullptr) == (p.deth() == nullptr));
+  if (p.deth() != nullptr) {
+    require(q.deth()->qkey.get() == p.deth()->qkey.get() && q.deth()->src_qp.get() == p.deth()->src_qp.get());
+  }
 }
 
 }  // namespace

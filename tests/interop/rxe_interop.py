@@ -3,9 +3,11 @@
 unmodified programs on both sides: tita's through tita-run, the VM's native.
 
   rxe_interop.py BUILD_DIR WORK_DIR [GROUP ...]
-      GROUP: pingpong perftest data loss cc impair (default: all)
+      GROUP: pingpong ud perftest data loss cc impair (default: all)
 
 pingpong  ibv_rc_pingpong 64 B to 1 MiB, tita client / rxe server and the reverse
+ud        ibv_ud_pingpong 1 B to the MTU (1024 B), with and without events, both ways:
+          UD datagrams, address handles and the GRH area between tita and rxe
 perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, both ways
 data      the data-checking peers: verbs_check (C, over tita) against verbs_peer.py
           (pyverbs, in the VM), each role on each side: every opcode's bytes
@@ -36,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rxe_vm  # noqa: E402
 
 BUILD, WORK = sys.argv[1], sys.argv[2]
-GROUPS = sys.argv[3:] or ["pingpong", "perftest", "data", "loss", "cc", "impair"]
+GROUPS = sys.argv[3:] or ["pingpong", "ud", "perftest", "data", "loss", "cc", "impair"]
 TITA_RUN = os.path.join(BUILD, "apps", "tita-run")
 VERBS_CHECK = os.path.join(BUILD, "tests", "verbs", "verbs_check")
 TITA_IP, VM_IP = "10.0.0.1", "10.0.0.2"
@@ -129,6 +131,29 @@ def pingpong(vm):
             elif m:
                 results[name] = f"{m.group(1)} usec/iter"
                 print(f"{name}: {m.group(1)} usec/iter", flush=True)
+
+
+def ud(vm):
+    port = 18530  # rxe_vm.FORWARDED (reused: servers exit after each run)
+    for opts in (["-s", "1", "-n", "500"], ["-s", "1024", "-n", "500"], ["-e", "-s", "512", "-n", "200"]):
+        for direction in ("tita->rxe", "rxe->tita"):
+            port += 1
+            p = ["-p", str(port if direction == "tita->rxe" else port + rxe_vm.TITA_SIDE)]
+            name = f"ibv_ud_pingpong {' '.join(opts)}, {direction}"
+            if direction == "tita->rxe":
+                ok, out, vout = vm_server_tita_client(vm, name, ["ibv_ud_pingpong", "-d", "rxe0", "-g", "1", *opts, *p],
+                                                      ["ibv_ud_pingpong", "-d", "tita0", "-g", "0", *opts, *p,
+                                                       "127.0.0.1"])
+            else:
+                ok, out, vout = tita_server_vm_client(vm, name, ["ibv_ud_pingpong", "-d", "tita0", "-g", "0", *opts, *p],
+                                                      ["ibv_ud_pingpong", "-d", "rxe0", "-g", "1", *opts, *p,
+                                                       HOST_FROM_VM])
+            m = re.search(r"(\d+) iters in [\d.]+ seconds = ([\d.]+) usec/iter", out)
+            if ok and (m is None or m.group(1) != opts[opts.index("-n") + 1]):
+                fail(f"{name}: no result line with every iteration")
+            elif m:
+                results[name] = f"{m.group(2)} usec/iter"
+                print(f"{name}: {m.group(2)} usec/iter", flush=True)
 
 
 def perftest(vm):
@@ -319,7 +344,7 @@ def main():
         for g in GROUPS:
             t0 = time.time()
             print(f"== {g}", flush=True)
-            {"pingpong": pingpong, "perftest": perftest, "data": data, "loss": loss, "cc": cc,
+            {"pingpong": pingpong, "ud": ud, "perftest": perftest, "data": data, "loss": loss, "cc": cc,
              "impair": impair_group}[g](vm)
             results[f"group {g} seconds"] = round(time.time() - t0)
     finally:

@@ -24,15 +24,16 @@ from scapy.all import Ether, IP, IPv6, UDP, Raw, Dot1Q, rdpcap, wrpcap  # noqa: 
 from scapy.contrib.roce import BTH, AETH  # noqa: E402
 
 # Extension headers by opcode, in wire order (IBA 9.2-9.5), written independently of tita.
-RETH, AETH_, IMM, ATOMIC, ATOMIC_ACK, CNP = "reth", "aeth", "immdt", "atomiceth", "atomicacketh", "cnp"
+DETH, RETH, AETH_, IMM, ATOMIC, ATOMIC_ACK, CNP = "deth", "reth", "aeth", "immdt", "atomiceth", "atomicacketh", "cnp"
 EXT = {
     0x00: [], 0x01: [], 0x02: [], 0x03: [IMM], 0x04: [], 0x05: [IMM],
     0x06: [RETH], 0x07: [], 0x08: [], 0x09: [IMM], 0x0A: [RETH], 0x0B: [RETH, IMM],
     0x0C: [RETH], 0x0D: [AETH_], 0x0E: [], 0x0F: [AETH_], 0x10: [AETH_],
-    0x11: [AETH_], 0x12: [AETH_, ATOMIC_ACK], 0x13: [ATOMIC], 0x14: [ATOMIC], 0x81: [CNP],
+    0x11: [AETH_], 0x12: [AETH_, ATOMIC_ACK], 0x13: [ATOMIC], 0x14: [ATOMIC],
+    0x64: [DETH], 0x65: [DETH, IMM], 0x81: [CNP],
 }
-HAS_PAYLOAD = {op for op in EXT if op <= 0x0B or 0x0D <= op <= 0x10}
-EXT_LEN = {RETH: 16, AETH_: 4, IMM: 4, ATOMIC: 28, ATOMIC_ACK: 8, CNP: 16}
+HAS_PAYLOAD = {op for op in EXT if op <= 0x0B or 0x0D <= op <= 0x10 or op in (0x64, 0x65)}
+EXT_LEN = {DETH: 8, RETH: 16, AETH_: 4, IMM: 4, ATOMIC: 28, ATOMIC_ACK: 8, CNP: 16}
 
 failures = []
 
@@ -47,7 +48,10 @@ def decode_ext(op, data):
     out = {}
     for h in EXT[op]:
         b, data = data[:EXT_LEN[h]], data[EXT_LEN[h]:]
-        if h == RETH:
+        if h == DETH:
+            qkey, src = struct.unpack("!II", b)
+            out[h] = {"q_key": qkey, "srcqp": src & 0xFFFFFF}
+        elif h == RETH:
             va, rkey, dmalen = struct.unpack("!QII", b)
             out[h] = {"va": va, "r_key": rkey, "dmalen": dmalen}
         elif h == AETH_:
@@ -139,7 +143,9 @@ def check_tita_built(tita, workdir, ipv6, seed):
 def random_ext(rng, op):
     b = b""
     for h in EXT[op]:
-        if h == RETH:
+        if h == DETH:
+            b += struct.pack("!II", rng.getrandbits(32), rng.getrandbits(24))
+        elif h == RETH:
             b += struct.pack("!QII", rng.getrandbits(64), rng.getrandbits(32), rng.getrandbits(32))
         elif h == AETH_:
             b += bytes([rng.getrandbits(7)]) + rng.getrandbits(24).to_bytes(3, "big")

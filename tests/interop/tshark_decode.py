@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tshark decodes the frames tita builds: for every opcode, the BTH, RETH, AETH and
+"""tshark decodes the frames tita builds: for every opcode, the BTH, DETH, RETH, AETH and
 ImmDt fields Wireshark shows equal the ones tita wrote.
 
 Usage: tshark_decode.py TITA_WIRE WORKDIR
@@ -18,6 +18,8 @@ FIELDS = [
     ("ackreq", "infiniband.bth.a"),
     ("se", "infiniband.bth.se"),
     ("padcnt", "infiniband.bth.padcnt"),
+    ("deth.q_key", "infiniband.deth.q_key"),
+    ("deth.srcqp", "infiniband.deth.srcqp"),
     ("reth.va", "infiniband.reth.va"),
     ("reth.r_key", "infiniband.reth.r_key"),
     ("reth.dmalen", "infiniband.reth.dmalen"),

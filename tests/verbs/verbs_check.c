@@ -1252,9 +1252,9 @@ static void loopback(void) {
 
   /* What tita does not have fails cleanly. */
   {
-    struct ibv_qp_init_attr ua = {.send_cq = a.cq, .recv_cq = a.cq, .cap = {8, 8, 1, 1, 0}, .qp_type = IBV_QPT_UD};
+    struct ibv_qp_init_attr ua = {.send_cq = a.cq, .recv_cq = a.cq, .cap = {8, 8, 1, 1, 0}, .qp_type = IBV_QPT_UC};
     errno = 0;
-    CHECK(ibv_create_qp(d.pd, &ua) == NULL && errno == EOPNOTSUPP, "UD QP: want NULL with EOPNOTSUPP");
+    CHECK(ibv_create_qp(d.pd, &ua) == NULL && errno == EOPNOTSUPP, "UC QP: want NULL with EOPNOTSUPP");
     CHECK(ibv_dealloc_pd(d.pd) == EBUSY, "a PD with MRs and QPs deallocated");
   }
 

@@ -235,7 +235,7 @@ std::vector<Crafted> crafted_frames() {
     refresh_ip_checksum(f);
   });
   edit(ParseError::kBadVersion, good, [](auto& f) { f[42 + 1] |= 0x01; });
-  edit(ParseError::kUnknownOpcode, good, [](auto& f) { f[42] = 0x64; });  // UD SEND Only: not RC
+  edit(ParseError::kUnknownOpcode, good, [](auto& f) { f[42] = 0x24; });  // UC SEND Only: tita has no UC
   edit(ParseError::kBadPadCount, ack, [](auto& f) {
     f[42 + 1] |= 0x10;  // pad on an ACK
     refresh_icrc(f);

@@ -103,6 +103,9 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "rx_drop_qp_not_ready", c.rx_qp_not_ready);
   u64(d, "rx_drop_not_for_us", c.rx_not_for_us);
   u64(d, "rx_drop_wrong_source", c.rx_wrong_source);
+  u64(d, "rx_drop_wrong_transport", c.rx_wrong_transport);
+  u64(d, "rx_drop_bad_qkey", c.rx_bad_qkey);
+  u64(d, "rx_drop_ud_no_recv", c.rx_ud_no_recv);
   u64(d, "tx_frames", c.tx_frames);
   u64(d, "control_ring_full", c.control_ring_full);
   u64(d, "ooo_pool_full", c.ooo_pool_full);

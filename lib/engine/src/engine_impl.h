@@ -129,6 +129,18 @@ struct ControlFrame {
   uint8_t ce_packets = 0;  // the CE marks its echo reports
 };
 
+// An address handle (ibv_create_ah): where UD messages go, with the headers
+// made once its MAC is known (ud.cc).
+struct Ah {
+  enum class State : uint8_t { kResolved, kPending, kFailed };
+  AhAttr attr;
+  wire::HeaderTemplate hdr;  // BTH dest QP and UDP source port are set per frame
+  uint32_t pd = 0;
+  State state = State::kPending;
+  bool loopback = false;  // our own GID: frames go round the internal loop
+  bool valid = false;
+};
+
 // A frame on the internal loop (to our own GID), whole.
 struct LoopFrame {
   std::vector<uint8_t> data;
@@ -199,6 +211,7 @@ struct Engine::Impl {
   std::vector<uint32_t> cq_errors;   // CQs that overflowed: their QPs go to error at the next settle()
   std::vector<NeighbourEntry> neighbours;
   uint64_t arp_deadline_ns = kNever;  // the earliest next_ns of an incomplete entry
+  std::vector<Ah> ahs;                // address handles, by number (0: none)
   std::vector<LoopFrame> loop;        // ring of cfg.loopback_slots, allocated on first use
   uint32_t loop_head = 0;
   uint32_t loop_count = 0;
@@ -261,7 +274,7 @@ struct Engine::Impl {
   std::unique_ptr<Qp> new_qp(uint32_t index, uint32_t pd, const QpInitAttr& init, const QpSettings& s);
   // modify_qp's steps: the attribute values checked (after the transition
   // table), applied, and INIT -> RTR's actions.
-  int check_qp_attr(QpState from, QpState to, const QpAttr& a, uint32_t mask, std::string* why) const;
+  int check_qp_attr(const Qp& qp, QpState from, QpState to, const QpAttr& a, uint32_t mask, std::string* why) const;
   void apply_qp_attr(Qp& qp, const QpAttr& a, uint32_t mask);
   void qp_to_rtr(Qp& qp);
   // Moves the QP to ERROR: the WR at `failed` (default: the oldest) completes with
@@ -303,6 +316,20 @@ struct Engine::Impl {
   // `udp_sport`: the UDP source port instead of the template's (spraying); 0: the template's.
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
                       uint32_t payload_len, bool phantom, bool collect, uint16_t udp_sport = 0);
+  // Where one frame goes besides its template: the per-frame UDP source port
+  // (0: the template's) and destination QP, its egress class, the internal loop.
+  struct FrameRoute {
+    static constexpr uint32_t kTemplateQp = ~uint32_t{0};
+    uint16_t udp_sport = 0;
+    uint32_t dest_qp = kTemplateQp;
+    uint8_t priority = 0;
+    bool loopback = false;
+  };
+  // send_frame's work for any template: a connected QP's (send_frame) or an
+  // address handle's (UD, ud.cc).
+  uint32_t emit_frame(Qp& qp, const wire::HeaderTemplate& hdr, const FrameRoute& route, const wire::TransportFields& t,
+                      const wire::Segment* payload, uint32_t n_payload, uint32_t payload_len, bool phantom,
+                      bool collect);
 
   // ---- control_frames.cc: ACKs, NAKs and CNPs
   // Builds an ACK, NAK or CNP now, to leave before data when tx space allows.
@@ -325,8 +352,24 @@ struct Engine::Impl {
                  const uint8_t* tail, uint32_t tail_len);
   void loop_deliver();
 
+  // ---- ud.cc: UD QPs and address handles
+  // The largest UD message: the path MTU the port carries.
+  uint32_t ud_mtu() const;
+  // post_send's checks of a UD WR of `length` bytes: 0 or -EINVAL.
+  int ud_check_wr(const Qp& qp, const SendWr& wr, uint64_t length) const;
+  bool ud_has_work(const Qp& qp) const;
+  bool ud_send_one(Qp& qp);  // one message of the oldest WR; false: nothing sent
+  void ud_receive(Qp& qp, const wire::Packet& pkt);
+  // The neighbour table learned or gave up on an address: the AHs waiting for it.
+  void ah_learned(uint32_t ipv4, const uint8_t mac[6]);
+  void ah_failed(uint32_t ipv4);
+  void ah_build(Ah& ah);  // its header template, MAC known
+
   // ---- neighbour.cc (ARP)
   void resolve(Qp& qp);  // at RTR: the AV's MAC from the table, or asked for
+  // The MAC of an IPv4 neighbour into mac: true if known, else false and asked
+  // for by ARP (learn() and arp_tick() tell the waiting QPs and AHs).
+  bool neighbour_mac(uint32_t ipv4, uint8_t mac[6]);
   void on_arp(const uint8_t* frame, uint32_t len);
   void arp_tick();       // arp_deadline_ns passed: ask again or give up
   void learn(uint32_t ipv4, const uint8_t mac[6], bool permanent);
@@ -444,6 +487,15 @@ struct Engine::Impl {
   // widens, and the value its first sending took is credited with it.
   void spray_on_dsack(Qp& qp, uint32_t psn);
 };
+
+// Shared by the RC requester and responder and UD (requester.cc, responder.cc):
+// the payload pieces of [offset, offset + len) of a send WR (ok false: an MR
+// went away); whether a receive WQE's SGEs all lie in local-write MRs of the
+// PD; placing len bytes at offset of a receive WQE (false: a bad SGE).
+uint32_t gather(const Engine::Impl& m, const SendWqe& w, uint32_t offset, uint32_t len, wire::Segment* out,
+                bool* phantom, bool* ok);
+bool receive_sges_valid(const Engine::Impl& m, const RecvWqe& r, uint32_t pd);
+bool scatter(const Engine::Impl& m, const RecvWqe& r, uint32_t pd, uint32_t offset, const uint8_t* src, uint32_t len);
 
 inline WcOpcode wc_opcode(WrOpcode op) {
   switch (op) {

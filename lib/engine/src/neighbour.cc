@@ -10,6 +10,8 @@
 // a request frame from a waiting QP's peer names the peer's MAC as well.
 // Entries stay until replaced: a gratuitous ARP or any later answer updates them.
 // Static entries (add_neighbour) are never replaced. ARP goes untagged.
+// Address handles (UD) resolve the same way: one waiting for an address gets
+// its MAC from the answer, or fails with the QPs (ud.cc).
 #include <cerrno>
 #include <cstring>
 
@@ -52,21 +54,12 @@ void Engine::Impl::send_arp(uint16_t oper, const uint8_t dst_mac[6], const uint8
   ++(oper == wire::kArpRequest ? counters.arp_requests_sent : counters.arp_replies_sent);
 }
 
-void Engine::Impl::resolve(Qp& qp) {
-  AhAttr& ah = qp.cold.attr.ah_attr;
-  qp.mac_pending = false;
-  if (!mac_zero(ah.dmac)) return;
-  if (ah.dgid == cfg.gid) {  // ourselves: the loop
-    std::memcpy(ah.dmac, cfg.mac, 6);
-    return;
-  }
-  const uint32_t ip = ah.dgid.ipv4();
+bool Engine::Impl::neighbour_mac(uint32_t ip, uint8_t mac[6]) {
   NeighbourEntry* e = find(neighbours, ip);
   if (e != nullptr && (e->n.state == Neighbour::State::kReachable || e->n.state == Neighbour::State::kStatic)) {
-    std::memcpy(ah.dmac, e->n.mac, 6);
-    return;
+    std::memcpy(mac, e->n.mac, 6);
+    return true;
   }
-  qp.mac_pending = true;
   if (e == nullptr) {
     neighbours.push_back(NeighbourEntry{Neighbour{ip, {}, Neighbour::State::kIncomplete}, 0, now_ns});
     e = &neighbours.back();
@@ -80,6 +73,18 @@ void Engine::Impl::resolve(Qp& qp) {
     e->next_ns = now_ns + cfg.arp_retry_ns;
   }
   arp_deadline_ns = std::min(arp_deadline_ns, e->next_ns);
+  return false;
+}
+
+void Engine::Impl::resolve(Qp& qp) {
+  AhAttr& ah = qp.cold.attr.ah_attr;
+  qp.mac_pending = false;
+  if (!mac_zero(ah.dmac)) return;
+  if (ah.dgid == cfg.gid) {  // ourselves: the loop
+    std::memcpy(ah.dmac, cfg.mac, 6);
+    return;
+  }
+  qp.mac_pending = !neighbour_mac(ah.dgid.ipv4(), ah.dmac);
 }
 
 void Engine::Impl::learn(uint32_t ip, const uint8_t mac[6], bool permanent) {
@@ -100,6 +105,7 @@ void Engine::Impl::learn(uint32_t ip, const uint8_t mac[6], bool permanent) {
     path_at_rtr(*q);  // nothing was sent yet: the headers start afresh with the MAC
     reconsider(*q);
   }
+  ah_learned(ip, mac);
 }
 
 void Engine::Impl::on_arp(const uint8_t* frame, uint32_t len) {
@@ -134,6 +140,7 @@ void Engine::Impl::arp_tick() {
             to_error(*q, WcStatus::kRetryExcErr);
           }
         }
+        ah_failed(e.n.ipv4);
         continue;
       }
       send_arp(wire::kArpRequest, kBroadcast, kZeroMac, e.n.ipv4);

@@ -75,6 +75,27 @@ constexpr std::array<std::array<Transition, kQpStates>, kQpStates> make_transiti
 
 constexpr auto kTransitions = make_transitions();
 
+// The UD table (Linux's qp_state_table, IB_QPT_UD columns): a Q_Key instead of
+// access rights, no peer at RTR, only the send PSN at RTS.
+constexpr std::array<std::array<Transition, kQpStates>, kQpStates> make_ud_transitions() {
+  auto t = make_transitions();  // RESET, ERROR and SQD moves are the same
+  auto set = [&t](QpState from, QpState to, uint32_t required, uint32_t optional) {
+    t[static_cast<int>(from)][static_cast<int>(to)] = {true, required, optional};
+  };
+  using S = QpState;
+  set(S::kReset, S::kInit, kUdToInitRequired, 0);
+  set(S::kInit, S::kInit, 0, kQpPkeyIndex | kQpPort | kQpQkey);
+  set(S::kInit, S::kRtr, kUdToRtrRequired, kQpPkeyIndex | kQpQkey);
+  set(S::kRtr, S::kRts, kUdToRtsRequired, kQpCurState | kQpQkey);
+  set(S::kRts, S::kRts, 0, kQpCurState | kQpQkey);
+  set(S::kRts, S::kSqd, 0, kQpEnSqdAsyncNotify);
+  set(S::kSqd, S::kRts, 0, kQpCurState | kQpQkey);
+  set(S::kSqd, S::kSqd, 0, kQpPkeyIndex | kQpQkey);
+  return t;
+}
+
+constexpr auto kUdTransitions = make_ud_transitions();
+
 std::string hex(uint32_t v) {
   char b[16];
   std::snprintf(b, sizeof b, "0x%x", v);
@@ -126,13 +147,14 @@ bool mac_zero(const uint8_t m[6]) { return (m[0] | m[1] | m[2] | m[3] | m[4] | m
 
 // The transition from -> to with the attributes in `mask`, against the table:
 // 0, or -errno and what is wrong in *why.
-int check_transition(QpState from, QpState to, uint32_t mask, std::string* why) {
+int check_transition(bool ud, QpState from, QpState to, uint32_t mask, std::string* why) {
   auto fail = [why](std::string msg, int rc = -EINVAL) {
     *why = std::move(msg);
     return rc;
   };
-  const std::string step = std::string(to_string(from)) + "->" + std::string(to_string(to));
-  const Transition& t = kTransitions[static_cast<int>(from)][static_cast<int>(to)];
+  const std::string step = std::string(ud ? "UD " : "") + std::string(to_string(from)) + "->" +
+                           std::string(to_string(to));
+  const Transition& t = (ud ? kUdTransitions : kTransitions)[static_cast<int>(from)][static_cast<int>(to)];
   if (!t.valid) return fail("no transition " + step);
   if (to == QpState::kSqd || from == QpState::kSqd || from == QpState::kSqe) {
     return fail(step + ": tita has no SQD/SQE states (send queue drain is not supported)", -EOPNOTSUPP);
@@ -162,7 +184,8 @@ uint32_t Engine::Impl::max_frame_for(const AhAttr& ah, uint32_t mtu) const {
 
 // The values of the attributes in `mask` (the transition already checked):
 // 0, or -errno and what is wrong in *why.
-int Engine::Impl::check_qp_attr(QpState from, QpState to, const QpAttr& a, uint32_t mask, std::string* why) const {
+int Engine::Impl::check_qp_attr(const Qp& qp, QpState from, QpState to, const QpAttr& a, uint32_t mask,
+                                std::string* why) const {
   auto fail = [why](std::string msg, int rc = -EINVAL) {
     *why = std::move(msg);
     return rc;
@@ -211,7 +234,7 @@ int Engine::Impl::check_qp_attr(QpState from, QpState to, const QpAttr& a, uint3
       return fail("ah_attr: an IPv6 GID needs the peer's MAC (tita resolves IPv4-mapped GIDs by ARP only)");
     }
   }
-  if (to == QpState::kRtr && from == QpState::kInit && cfg.max_frame_bytes != 0) {
+  if (to == QpState::kRtr && from == QpState::kInit && !qp.ud && cfg.max_frame_bytes != 0) {
     const uint32_t frame = max_frame_for(a.ah_attr, a.path_mtu);
     if (frame > cfg.max_frame_bytes) {
       return fail("path_mtu " + std::to_string(a.path_mtu) + " needs frames of " + std::to_string(frame) +
@@ -250,6 +273,7 @@ void Engine::Impl::apply_qp_attr(Qp& qp, const QpAttr& a, uint32_t mask) {
   if (mask & kQpRetryCnt) q.retry_cnt = qp.comp.retry_left = a.retry_cnt;
   if (mask & kQpRnrRetry) q.rnr_retry = qp.comp.rnr_left = a.rnr_retry;
   if (mask & kQpMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kQpQkey) q.qkey = a.qkey;
   if (mask & kQpRecovery) {
     q.recovery = a.recovery;
     q.peer_tita = a.peer_tita;
@@ -285,6 +309,7 @@ std::unique_ptr<Qp> Engine::Impl::new_qp(uint32_t index, uint32_t pd, const QpIn
   qp->send_cq = init.send_cq;
   qp->recv_cq = init.recv_cq;
   qp->valid = true;
+  qp->ud = init.qp_type == QpType::kUd;
   QpCold& c = qp->cold;
   c.init = init;
   c.sq_sig_all = init.sq_sig_all;
@@ -319,8 +344,8 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
     why = "qp_state " + std::to_string(static_cast<int>(to)) + " is not a QP state";
     rc = -EINVAL;
   } else {
-    rc = check_transition(from, to, mask, &why);
-    if (rc == 0) rc = m.check_qp_attr(from, to, a, mask, &why);
+    rc = check_transition(qp->ud, from, to, mask, &why);
+    if (rc == 0) rc = m.check_qp_attr(*qp, from, to, a, mask, &why);
   }
   if (rc != 0) {
     if (err) *err = "modify_qp: " + std::move(why);
@@ -328,7 +353,7 @@ int Engine::modify_qp(uint32_t qp_num, const QpAttr& a, uint32_t mask, std::stri
   }
 
   m.apply_qp_attr(*qp, a, mask);
-  if (to == QpState::kRtr && from == QpState::kInit) m.qp_to_rtr(*qp);
+  if (to == QpState::kRtr && from == QpState::kInit && !qp->ud) m.qp_to_rtr(*qp);  // UD: no peer to learn
   if (to == QpState::kError) {
     if (from != QpState::kError) {
       qp->state = QpState::kRts;  // to_error flushes from any live state

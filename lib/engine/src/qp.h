@@ -64,6 +64,10 @@ struct SendWqe {
   bool inline_data = false;  // the payload is in the QP's inline slot of this WQE
   bool started = false;
   Sge sge[kMaxSge];
+  // UD: the address handle, destination QP and Q_Key of the message.
+  uint32_t ud_ah = 0;
+  uint32_t ud_qpn = 0;
+  uint32_t ud_qkey = 0;
 
   bool is_read() const { return opcode == WrOpcode::kRdmaRead; }
   bool is_atomic() const { return engine::is_atomic(opcode); }
@@ -418,6 +422,7 @@ struct QpHot {
   bool in_ready = false;
   bool mac_pending = false;  // the AV's MAC waits for ARP: nothing is sent until it resolves
   bool loopback = false;     // the peer is this engine: frames loop back internally
+  bool ud = false;           // an unreliable-datagram QP (ud.cc): none of req/comp/resp's RC state is used
   bool sr = false;           // recovery configured as selective repeat (attr.recovery)
   // The peer is tita: its frames carry the telemetry trailer. Selective repeat
   // runs only then (a go-back-N peer, such as Linux rxe or a RoCE NIC, would

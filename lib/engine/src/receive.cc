@@ -1,7 +1,7 @@
 // Receive dispatch: a frame from the host (or the internal loop) checked in
-// order - ARP, parse, for us, known QP, P_Key, QP state, source address -
-// and handed to the responder (requests), the completer (responses) or
-// congestion control (CNPs).
+// order - ARP, parse, for us, known QP, P_Key, QP state, transport, source
+// address - and handed to the responder (requests), the completer
+// (responses), congestion control (CNPs) or, for UD QPs, ud.cc.
 #include <algorithm>
 #include <cstring>
 
@@ -59,6 +59,15 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
   if (!ready) [[unlikely]] {
     ++counters.rx_qp_not_ready;
     ++counters.rx_dropped;
+    return;
+  }
+  if (pkt.op->ud != qp->ud) [[unlikely]] {  // UD opcodes for UD QPs, RC ones for RC QPs
+    ++counters.rx_wrong_transport;
+    ++counters.rx_dropped;
+    return;
+  }
+  if (qp->ud) {  // datagrams: from anyone, checked by Q_Key (ud.cc)
+    ud_receive(*qp, pkt);
     return;
   }
   // A connected QP takes frames from its peer only (rxe's check_addr): any

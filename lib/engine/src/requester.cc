@@ -114,6 +114,7 @@ bool Engine::Impl::loss_allows(const Qp& qp) const {
 }
 
 bool Engine::Impl::has_work(const Qp& qp) const {
+  if (qp.ud) return ud_has_work(qp);
   if (qp.mac_pending) return false;     // nowhere to send yet (ARP)
   if (qp.resp.reads_count > 0) return true;  // READ responses owed to the peer
   if (qp.state != QpState::kRts || qp.comp.rnr_deadline_ns != kNever) return false;
@@ -209,8 +210,6 @@ bool Engine::Impl::start_wqe(Qp& qp, SendWqe& w) {
   return true;
 }
 
-namespace {
-
 // Collects the payload pieces of [offset, offset + len) of a WR's SGE list.
 uint32_t gather(const Engine::Impl& m, const SendWqe& w, uint32_t offset, uint32_t len, wire::Segment* out,
                 bool* phantom, bool* ok) {
@@ -239,8 +238,6 @@ uint32_t gather(const Engine::Impl& m, const SendWqe& w, uint32_t offset, uint32
   }
   return n;
 }
-
-}  // namespace
 
 void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmission, uint32_t read_pkts) {
   const uint32_t idx = psn_distance(psn, w.first_psn);

@@ -45,6 +45,8 @@ enum class Step : uint8_t {
     "CHECK_RESOURCES", "CHECK_ACCESS", "EXECUTE",    "ACKNOWLEDGE",       "NAK_SEQUENCE",
     "NAK_RNR",         "NAK_INVALID", "NAK_ACCESS",  "NAK_REMOTE_OP",     "DONE"};
 
+}  // namespace
+
 // Whether every SGE of a receive WQE lies in an MR of the QP's PD that allows
 // local writes: checked before the first byte of a SEND is placed, so a SEND
 // that is refused writes nothing.
@@ -59,12 +61,16 @@ bool receive_sges_valid(const Engine::Impl& m, const RecvWqe& r, uint32_t pd) {
   return true;
 }
 
+namespace {
+
 Opcode read_response_opcode(uint32_t idx, uint32_t npkts) {
   if (npkts == 1) return Opcode::kReadResponseOnly;
   if (idx == 0) return Opcode::kReadResponseFirst;
   if (idx + 1 == npkts) return Opcode::kReadResponseLast;
   return Opcode::kReadResponseMiddle;
 }
+
+}  // namespace
 
 // Copies `len` bytes to offset `offset` of an SGE list; false if an SGE is bad
 // (its MR was deregistered since the message began).
@@ -88,6 +94,8 @@ bool scatter(const Engine::Impl& m, const RecvWqe& r, uint32_t pd, uint32_t offs
   }
   return len == 0;
 }
+
+namespace {
 
 struct Responder {
   Engine::Impl& m;

@@ -53,6 +53,7 @@ void Engine::Impl::wake(Qp& qp) {
 }
 
 bool Engine::Impl::send_turn(Qp& qp) {
+  if (qp.ud) return ud_send_one(qp);
   if (qp.resp.reads_count > 0 && (qp.state == QpState::kRts || qp.state == QpState::kRtr)) {
     return send_read_response(qp);
   }

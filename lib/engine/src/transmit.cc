@@ -35,18 +35,28 @@ wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
 uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload,
                                   uint32_t n_payload, uint32_t payload_len, bool phantom, bool collect,
                                   uint16_t udp_sport) {
+  // READ responses answer the peer's requests: they follow its dodge value.
+  const wire::Kind kind = wire::opcode_info(t.opcode).kind;
+  const bool response = qp.cold.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
+  const wire::HeaderTemplate& hdr = response ? qp.cold.path->resp_hdr : qp.cold.hdr;
+  const AhAttr& ah = qp.cold.attr.ah_attr;
+  const FrameRoute route{.udp_sport = udp_sport, .priority = ah.vlan ? ah.pcp : uint8_t{0}, .loopback = qp.loopback};
+  return emit_frame(qp, hdr, route, t, payload, n_payload, payload_len, phantom, collect);
+}
+
+uint32_t Engine::Impl::emit_frame(Qp& qp, const wire::HeaderTemplate& hdr, const FrameRoute& route,
+                                  const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
+                                  uint32_t payload_len, bool phantom, bool collect) {
   if (tx_count == kTxBurst) tx_flush();
   TxFrame& tx = tx_burst[tx_count];
   uint8_t* const tx_hdr = tx_scratch[tx_count].hdr;
   uint8_t* const tx_tail = tx_scratch[tx_count].tail;
   tx.hdr = tx_hdr;
-  // READ responses answer the peer's requests: they follow its dodge value.
-  const wire::Kind kind = wire::opcode_info(t.opcode).kind;
-  const bool response = qp.cold.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
-  const wire::HeaderTemplate& hdr = response ? qp.cold.path->resp_hdr : qp.cold.hdr;
   tx.hdr_len = hdr.write(t, payload_len, tx_hdr);
-  if (udp_sport != 0) [[unlikely]] {  // sprayed: before the ICRC, which covers it
-    set_udp_sport(hdr, tx_hdr, udp_sport);
+  // Per-frame fields, before the ICRC, which covers them.
+  if (route.udp_sport != 0) [[unlikely]] set_udp_sport(hdr, tx_hdr, route.udp_sport);  // sprayed, UD
+  if (route.dest_qp != FrameRoute::kTemplateQp) [[unlikely]] {  // UD: each WR names its QP
+    reinterpret_cast<wire::Bth*>(tx_hdr + hdr.udp_offset() + sizeof(wire::UdpHdr))->dest_qp.set(route.dest_qp);
   }
   for (uint32_t i = 0; i < n_payload; ++i) tx.payload[i] = payload[i];
   tx.n_payload = n_payload;
@@ -63,10 +73,10 @@ uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const 
     tx.tail_len += wire::telemetry_write(tx_tail + tx.tail_len, wire::TelemetryHdr::kCollect,
                                          static_cast<uint32_t>(now_ns));
   }
-  tx.priority = qp.cold.attr.ah_attr.vlan ? qp.cold.attr.ah_attr.pcp : 0;
+  tx.priority = route.priority;
   tx.qp_num = qp.qpn;
   tx.control = false;
-  if (qp.loopback) {
+  if (route.loopback) {
     // poll() makes room before a loopback QP's turn; lost only if an answer took it.
     // (The slot was scratch only: it stays free.)
     if (!loop_push(tx.hdr, tx.hdr_len, tx.payload, tx.n_payload, tx.tail, tx.tail_len)) ++counters.loopback_drops;

@@ -107,6 +107,9 @@ int Engine::dealloc_pd(uint32_t pd) {
   for (const Srq& s : m.srqs) {
     if (s.valid && s.pd == pd) return -EBUSY;
   }
+  for (const Ah& ah : m.ahs) {
+    if (ah.valid && ah.pd == pd) return -EBUSY;
+  }
   m.pds[pd] = 0;
   return 0;
 }
@@ -226,6 +229,8 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   QpInitAttr& a = *attr;
   auto cq_live = [&m](uint32_t cq) { return cq < m.cqs.size() && m.cqs[cq].valid; };
   if (!pd_live(m, pd) || !cq_live(a.send_cq) || !cq_live(a.recv_cq)) return -EINVAL;
+  if (a.qp_type != QpType::kRc && a.qp_type != QpType::kUd) return -EOPNOTSUPP;
+  if (a.srq != 0 && a.qp_type == QpType::kUd) return -EOPNOTSUPP;  // a UD QP receives into its own queue
   if (a.srq != 0) {
     // Receives come from the SRQ (of the same PD, as IBA requires).
     if (!m.srq_live(a.srq) || m.srqs[a.srq].pd != pd) return -EINVAL;
@@ -305,6 +310,7 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
     uint64_t length = 0;
     for (int i = 0; rc == 0 && i < wr->num_sge; ++i) length += wr->sg_list[i].length;
     if (rc == 0 && (length > kMaxMessageBytes || (inl && length > qp->cold.init.max_inline_data))) rc = -EINVAL;
+    if (rc == 0 && qp->ud) rc = m.ud_check_wr(*qp, *wr, length);
     if (rc != 0) {
       if (bad) *bad = wr;
       return rc;
@@ -322,6 +328,9 @@ int Engine::post_send(uint32_t qp_num, const SendWr* wr, const SendWr** bad) {
     w.signaled = qp->cold.sq_sig_all || (wr->send_flags & kSendSignaled);
     w.solicited = wr->send_flags & kSendSolicited;
     w.fence = wr->send_flags & kSendFence;
+    w.ud_ah = wr->ud.ah;
+    w.ud_qpn = wr->ud.remote_qpn;
+    w.ud_qkey = wr->ud.remote_qkey;
     if (inl) {
       // The bytes are the WR's from now on: the application may reuse its buffers.
       uint8_t* p = qp->inline_slot(qp->req.sq_tail);

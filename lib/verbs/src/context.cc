@@ -158,6 +158,8 @@ TITA_EXPORT int ibv_close_device(ibv_context* ctx) {
   for (Mr* m : mrs) dereg_mr(m);
   std::vector<Cq*> cqs(c->cqs.begin(), c->cqs.end());
   for (Cq* q : cqs) destroy_cq(q, false);
+  std::vector<Ah*> ahs(c->ahs.begin(), c->ahs.end());
+  for (Ah* a : ahs) destroy_ah(a);
   std::vector<Pd*> pds(c->pds.begin(), c->pds.end());
   for (Pd* p : pds) dealloc_pd(p);
   for (Channel* ch : c->channels) {

@@ -16,6 +16,8 @@
 namespace tita::verbs {
 namespace {
 
+constexpr uint8_t kRoceV2Ipv4PacketType = 0x8 | 0x2;
+
 // Up to n completions of the CQ's part on one lane into wc; -1: it overflowed.
 int poll_lane(Device* d, Cq* cq, uint32_t lane, int n, ibv_wc* wc) {
   eng::WorkCompletion buf[64];
@@ -41,11 +43,15 @@ int poll_lane(Device* d, Cq* cq, uint32_t lane, int n, ibv_wc* wc) {
       o.byte_len = w.byte_len;
       o.imm_data = htonl(w.imm_data);
       o.qp_num = w.qp_num;
-      o.src_qp = 0;
-      o.wc_flags = w.with_imm ? IBV_WC_WITH_IMM : 0;
+      o.src_qp = w.src_qp;
+      o.wc_flags = (w.with_imm ? IBV_WC_WITH_IMM : 0) | (w.grh ? IBV_WC_GRH : 0);
       o.pkey_index = 0;
       o.slid = 0;
-      o.sl = 0;
+      // RoCE has no SL on the wire. For a UD receive, sl says which network
+      // header the GRH area holds, as ConnectX reports it (bit 3: a UDP
+      // header, RoCEv2; bits 2:0: 2 IPv4, 1 IPv6); UCX's ud_verbs reads it to
+      // find the destination address there. tita0's GID is IPv4: always 0xa.
+      o.sl = w.grh ? kRoceV2Ipv4PacketType : w.sl;
       o.dlid_path_bits = 0;
     }
     total += got;

@@ -344,6 +344,9 @@ void Device::report_refused() {
     e.rx_unknown_qp += el.rx_unknown_qp;
     e.rx_qp_not_ready += el.rx_qp_not_ready;
     e.rx_wrong_source += el.rx_wrong_source + el.rx_bad_pkey;
+    e.rx_bad_qkey += el.rx_bad_qkey;
+    e.rx_ud_no_recv += el.rx_ud_no_recv;
+    e.rx_wrong_transport += el.rx_wrong_transport;
   }
   const dpdk::PortStats p = port_.stats();
   const bool any = h.tx_no_mbuf + h.tx_oversize + h.tx_overrun + p.tx_errors > 0;
@@ -351,14 +354,16 @@ void Device::report_refused() {
       "%s: %lu frames sent, %lu received; not sent: %lu (no mbuf), %lu (larger than an mbuf), %lu (beyond tx space), "
       "%lu (port tx errors); "
       "dropped on arrival: %lu (port: missed), %lu (port: rx errors), %lu by the engine (%lu malformed or bad ICRC, "
-      "%lu not for this address, %lu for no such QP, %lu for a QP not in RTR/RTS, %lu from a wrong source or P_Key)",
+      "%lu not for this address, %lu for no such QP, %lu for a QP not in RTR/RTS, %lu from a wrong source or P_Key; UD: %lu with a wrong "
+      "Q_Key, %lu without a receive posted, %lu of the wrong transport)",
       cfg_.device.c_str(), static_cast<unsigned long>(h.tx_frames), static_cast<unsigned long>(h.rx_frames),
       static_cast<unsigned long>(h.tx_no_mbuf), static_cast<unsigned long>(h.tx_oversize),
       static_cast<unsigned long>(h.tx_overrun), static_cast<unsigned long>(p.tx_errors), static_cast<unsigned long>(p.rx_missed),
       static_cast<unsigned long>(p.rx_errors), static_cast<unsigned long>(e.rx_dropped),
       static_cast<unsigned long>(malformed), static_cast<unsigned long>(e.rx_not_for_us),
       static_cast<unsigned long>(e.rx_unknown_qp), static_cast<unsigned long>(e.rx_qp_not_ready),
-      static_cast<unsigned long>(e.rx_wrong_source));
+      static_cast<unsigned long>(e.rx_wrong_source), static_cast<unsigned long>(e.rx_bad_qkey),
+      static_cast<unsigned long>(e.rx_ud_no_recv), static_cast<unsigned long>(e.rx_wrong_transport));
 }
 
 bool Device::counters(engine::EngineCounters* out) {
@@ -368,6 +373,7 @@ bool Device::counters(engine::EngineCounters* out) {
     if (!lanes_[k]->host) return false;
     const engine::EngineCounters& c = lanes_[k]->host->engine().counters();
     out->rx_bad_pkey += c.rx_bad_pkey;
+    out->rx_bad_qkey += c.rx_bad_qkey;
     out->rx_dropped += c.rx_dropped;
   }
   return true;

@@ -64,6 +64,7 @@ struct Context {
   std::set<struct Pd*> pds;
   std::set<struct Srq*> srqs;
   std::set<struct Channel*> channels;
+  std::set<struct Ah*> ahs;  // ah.cc
 };
 
 inline Context* context_of(ibv_context* c) {
@@ -86,6 +87,13 @@ struct Channel {
   int write_fd = -1;
   std::mutex mu;
   std::deque<struct Cq*> events;
+};
+
+// An address handle (ah.cc): the same number on every lane, as PDs have.
+struct Ah {
+  ibv_ah ah;
+  uint32_t id = 0;
+  ibv_ah_attr attr{};  // as the application gave it
 };
 
 struct CqEx;  // cq_ex.cc: what an extended CQ's start_poll/next_poll hold

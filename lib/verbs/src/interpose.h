@@ -18,7 +18,9 @@
 //   qp_ex.cc        the extended send API (ibv_create_qp_ex with send-ops flags, ibv_wr_*)
 //   cq_ex.cc        extended CQs (ibv_create_cq_ex, start_poll/next_poll/end_poll, read_*)
 //   srq.cc          shared receive queues
-//   unsupported.cc  what tita does not have (address handles, multicast, ...): EOPNOTSUPP, one line
+//   ah.cc           address handles (ibv_create_ah, ibv_init_ah_from_wc, ...), for UD QPs
+//   ud.cc           what UD QPs add to qp.cc: their transitions' attributes and ibv_post_send
+//   unsupported.cc  what tita does not have (multicast, memory windows, ...): EOPNOTSUPP, one line
 //   interpose.cc    the engine's numbers checked against libibverbs'; the library's unload
 // A new family (SRQ, UD and address handles, extended verbs, a CM) is a file
 // of its own, with what the others need of it declared here.
@@ -90,6 +92,15 @@ inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 inline Pd* pd_of(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
 inline Srq* srq_of(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
+inline Ah* ah_of(ibv_ah* a) { return reinterpret_cast<Ah*>(a); }
+
+// The UDP source port a RoCE v2 flow label selects (Linux's
+// rdma_flow_label_to_udp_sport): the label's 20 bits folded into 14.
+inline uint16_t udp_sport_of_flow_label(uint32_t fl) {
+  const uint32_t low = fl & 0x03fff;
+  const uint32_t high = (fl & 0xfc000) >> 14;
+  return static_cast<uint16_t>((low ^ high) | 0xc000);
+}
 
 // A new object for the application, or nullptr with errno = ENOMEM.
 template <typename T>
@@ -218,5 +229,10 @@ int destroy_cq(Cq* cq, bool wait_events);  // cq.cc
 int dereg_mr(Mr* mr);                      // pd_mr.cc
 int dealloc_pd(Pd* pd);                    // pd_mr.cc
 int destroy_srq(Srq* srq, bool wait_events);  // srq.cc
+int destroy_ah(Ah* ah);                    // ah.cc
+
+// UD QPs (ud.cc): one WR of ibv_post_send on a UD QP into the engine's form
+// (0, or an errno value); the attributes ibv_modify_qp and ibv_query_qp add.
+int ud_send_wr(Qp* qp, const ibv_send_wr* wr, eng::SendWr* out);
 
 }  // namespace tita::verbs

@@ -1,4 +1,4 @@
-// RC queue pairs: creation (on one lane, in turn), ibv_modify_qp (the
+// RC and UD queue pairs: creation (on one lane, in turn), ibv_modify_qp (the
 // engine checks every transition against the IBA table; here only what
 // libibverbs' structs can say that a RoCE device refuses), ibv_query_qp,
 // destruction, and posting work requests (ibv_post_send rings the doorbell).
@@ -16,14 +16,6 @@
 
 namespace tita::verbs {
 namespace {
-
-// The UDP source port a RoCE v2 flow label selects (Linux's
-// rdma_flow_label_to_udp_sport): the label's 20 bits folded into 14.
-uint16_t udp_sport_of_flow_label(uint32_t fl) {
-  const uint32_t low = fl & 0x03fff;
-  const uint32_t high = (fl & 0xfc000) >> 14;
-  return static_cast<uint16_t>((low ^ high) | 0xc000);
-}
 
 // The attributes libibverbs and the engine name and encode alike, copied as
 // they are: into the engine (ibv_modify_qp) and back (ibv_query_qp).
@@ -44,8 +36,8 @@ void copy_same_attrs(const From& from, To* to) {
 ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   Device* d = dev_of(ibpd->context);
   Context* c = context_of(ibpd->context);
-  if (attr->qp_type != IBV_QPT_RC) {
-    d->log(Config::Log::kError, "ibv_create_qp: QP type %d: tita has RC QPs only", attr->qp_type);
+  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+    d->log(Config::Log::kError, "ibv_create_qp: QP type %d: tita has RC and UD QPs", attr->qp_type);
     errno = EOPNOTSUPP;
     return nullptr;
   }
@@ -64,6 +56,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
     return nullptr;
   }
   eng::QpInitAttr init;
+  init.qp_type = attr->qp_type == IBV_QPT_UD ? eng::QpType::kUd : eng::QpType::kRc;
   init.send_cq = cq_of(attr->send_cq)->id;
   init.recv_cq = cq_of(attr->recv_cq)->id;
   init.max_send_wr = attr->cap.max_send_wr;
@@ -112,7 +105,7 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   q.handle = qp->qpn;
   q.qp_num = qp->qpn;
   q.state = IBV_QPS_RESET;
-  q.qp_type = IBV_QPT_RC;
+  q.qp_type = attr->qp_type;
   init_event_sync(q);
   q.events_completed = 0;
   d->bind_qp(qp->qpn, qp);
@@ -142,7 +135,9 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       w.opcode = static_cast<eng::WrOpcode>(wr->opcode);
       w.send_flags = wr->send_flags;
       w.imm_data = ntohl(wr->imm_data);
-      if (eng::is_atomic(w.opcode)) {
+      if (ibqp->qp_type == IBV_QPT_UD) {
+        rc = ud_send_wr(qp, wr, &w);
+      } else if (eng::is_atomic(w.opcode)) {
         w.atomic.remote_addr = wr->wr.atomic.remote_addr;
         w.atomic.compare_add = wr->wr.atomic.compare_add;
         w.atomic.swap = wr->wr.atomic.swap;
@@ -151,9 +146,11 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
         w.rdma.remote_addr = wr->wr.rdma.remote_addr;
         w.rdma.rkey = wr->wr.rdma.rkey;
       }
-      rc = -e.post_send(qp->qpn, &w, nullptr);
+      if (rc == 0) rc = -e.post_send(qp->qpn, &w, nullptr);
     }
     if (rc != 0) {
+      d->log(Config::Log::kDebug, "ibv_post_send(QP %#x): %s: opcode %d, %d SGEs, flags %#x", qp->qpn, strerror(rc),
+             wr->opcode, wr->num_sge, wr->send_flags);
       if (bad) *bad = wr;
       break;
     }
@@ -268,6 +265,7 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   a.cur_qp_state = static_cast<eng::QpState>(attr->cur_qp_state);
   a.qp_access_flags = static_cast<uint32_t>(attr->qp_access_flags) & ~static_cast<uint32_t>(IBV_ACCESS_MW_BIND);
   a.port_num = attr->port_num;
+  a.qkey = attr->qkey;
   copy_same_attrs(*attr, &a);
   if ((mask & IBV_QP_STATE) && attr->qp_state > IBV_QPS_ERR) return refuse("qp_state is not a QP state");
   if (mask & IBV_QP_PATH_MTU) {
@@ -292,7 +290,8 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
     qp->flow_label = ah.grh.flow_label;
   }
   uint32_t m = mask;
-  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR && d->config().selective_repeat) {
+  const bool ud = ibqp->qp_type == IBV_QPT_UD;
+  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR && d->config().selective_repeat && !ud) {
     a.recovery = eng::Recovery::kSelectiveRepeat;
     m |= eng::kQpRecovery;
   }
@@ -301,7 +300,7 @@ TITA_EXPORT int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   {
     Device::Lock lock(*d, qp->lane);
     rc = d->engine(qp->lane).modify_qp(qp->qpn, a, m, &err);
-    if (rc == 0 && d->lanes() > 1 && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
+    if (rc == 0 && !ud && d->lanes() > 1 && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
       // Several engines: the peer's frames for this QP straight to its
       // engine's queue where the port has rte_flow; otherwise they come by
       // RSS or queue pairing, and the inbox hands over what lands elsewhere.
@@ -340,6 +339,7 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
   attr->path_mig_state = IBV_MIG_MIGRATED;
   copy_same_attrs(a, attr);
   attr->qp_access_flags = static_cast<int>(a.qp_access_flags);
+  attr->qkey = a.qkey;
   attr->cap = qp->cap;
   attr->ah_attr.is_global = 1;
   std::memcpy(attr->ah_attr.grh.dgid.raw, a.ah_attr.dgid.raw, 16);
@@ -357,7 +357,7 @@ TITA_EXPORT int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv
     init_attr->recv_cq = ibqp->recv_cq;
     init_attr->srq = ibqp->srq;
     init_attr->cap = qp->cap;
-    init_attr->qp_type = IBV_QPT_RC;
+    init_attr->qp_type = ibqp->qp_type;
     init_attr->sq_sig_all = qp->sq_sig_all ? 1 : 0;
   }
   if (attr_mask & IBV_QP_STATE) ibqp->state = attr->qp_state;

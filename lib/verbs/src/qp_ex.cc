@@ -191,13 +191,22 @@ int wr_complete(ibv_qp_ex* x) {
 void refuse_op(ibv_qp_ex* x) {
   QpEx& q = *qp_of_ex(x)->ex;
   q.batch.emplace_back();
-  q.error(EOPNOTSUPP, "an opcode tita's RC QPs lack (memory windows, invalidate, TSO, UD or XRC addressing)");
+  q.error(EOPNOTSUPP, "an opcode tita's QPs lack (memory windows, invalidate, TSO, XRC addressing)");
 }
 void wr_bind_mw(ibv_qp_ex* x, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { refuse_op(x); }
 void wr_local_inv(ibv_qp_ex* x, uint32_t) { refuse_op(x); }
 void wr_send_inv(ibv_qp_ex* x, uint32_t) { refuse_op(x); }
 void wr_send_tso(ibv_qp_ex* x, void*, uint16_t, uint16_t) { refuse_op(x); }
-void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah*, uint32_t, uint32_t) { refuse_op(x); }
+// UD QPs: the WR's destination (ud.cc says the same for ibv_post_send).
+void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+  QpEx::Wr* w = last(x);
+  if (w == nullptr) return;
+  if (x->qp_base.qp_type != IBV_QPT_UD || ah == nullptr || ah->context != x->qp_base.context) {
+    qp_of_ex(x)->ex->error(EINVAL, "ibv_wr_set_ud_addr on a QP that is not UD, or with an AH of another context");
+    return;
+  }
+  w->wr.ud = {ah_of(ah)->id, remote_qpn, remote_qkey};
+}
 void wr_set_xrc_srqn(ibv_qp_ex* x, uint32_t) { refuse_op(x); }
 void wr_atomic_write(ibv_qp_ex* x, uint32_t, uint64_t, const void*) { refuse_op(x); }
 

@@ -76,6 +76,7 @@ void fill_device_attr(Device* d, ibv_device_attr* a) {
   a->max_cqe = kMaxCqe;
   a->max_mr = (1 << 24) - 1;
   a->max_pd = 1 << 24;
+  a->max_ah = (1 << 24) - 1;
   a->max_qp_rd_atom = eng::kMaxRdAtomic;
   a->max_res_rd_atom = static_cast<int>(eng::kMaxRdAtomic * d->config().engine.max_qps);
   a->max_qp_init_rd_atom = eng::kMaxRdAtomic;
@@ -96,6 +97,7 @@ int fill_port_attr(Device* d, uint8_t port, ibv_port_attr* a) {
   a->max_msg_sz = static_cast<uint32_t>(eng::kMaxMessageBytes);
   if (eng::EngineCounters c; d->counters(&c)) {
     a->bad_pkey_cntr = static_cast<uint32_t>(std::min<uint64_t>(c.rx_bad_pkey, 0xffff));
+    a->qkey_viol_cntr = static_cast<uint32_t>(std::min<uint64_t>(c.rx_bad_qkey, 0xffff));
   }
   a->pkey_tbl_len = 1;
   a->max_vl_num = 1;

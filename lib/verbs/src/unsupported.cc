@@ -1,7 +1,7 @@
 // What tita does not have, answered as an rdma-core provider answers for an
 // op it lacks: EOPNOTSUPP (which callers probe for), and one line on stderr
 // naming what was asked (at the default log level), never EINVAL, never
-// silence. Address handles (UD), multicast, memory
+// silence. Multicast, memory
 // windows, XRC, work queues and RSS, flow steering, device memory, thread and
 // parent domains, ECE, re-registration, dma-buf regions, imported objects.
 // Each moves to a file of its own when tita gains it (as the extended verbs
@@ -68,28 +68,6 @@ void refuse_missing_ops(verbs_context& v) {
 }
 
 // ---------------------------------------------------------------- what RC QPs on tita do not have
-
-TITA_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
-  if (!Device::ours(pd->context)) return forward(REAL(ibv_create_ah, "IBVERBS_1.1"), nullptr, pd, attr);
-  errno = refuse(pd->context, "ibv_create_ah (address handles: tita has RC QPs only)");
-  return nullptr;
-}
-
-TITA_EXPORT int ibv_init_ah_from_wc(ibv_context* ctx, uint8_t port, ibv_wc* wc, ibv_grh* grh,
-                                    ibv_ah_attr* ah_attr) {
-  if (!Device::ours(ctx)) {
-    return forward(REAL(ibv_init_ah_from_wc, "IBVERBS_1.1"), EOPNOTSUPP, ctx, port, wc, grh, ah_attr);
-  }
-  return refuse(ctx, "ibv_init_ah_from_wc (address handles)");
-}
-
-TITA_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port) {
-  if (!Device::ours(pd->context)) {
-    return forward(REAL(ibv_create_ah_from_wc, "IBVERBS_1.1"), nullptr, pd, wc, grh, port);
-  }
-  errno = refuse(pd->context, "ibv_create_ah_from_wc (address handles)");
-  return nullptr;
-}
 
 TITA_EXPORT int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
   if (!Device::ours(qp->context)) return forward(REAL(ibv_attach_mcast, "IBVERBS_1.1"), EOPNOTSUPP, qp, gid, lid);

@@ -27,6 +27,13 @@ uint32_t fold(uint32_t sum) {
 // The extension headers of `op`, in table order; returns the bytes written.
 uint32_t write_ext(const OpcodeInfo& op, const TransportFields& f, uint8_t* p) {
   uint8_t* const start = p;
+  if (op.has(kHasDeth)) {
+    auto* h = reinterpret_cast<Deth*>(p);
+    h->qkey.set(f.qkey);
+    h->reserved = 0;
+    h->src_qp.set(f.src_qp);
+    p += sizeof(Deth);
+  }
   if (op.has(kHasReth)) {
     auto* h = reinterpret_cast<Reth*>(p);
     h->va.set(f.va);

@@ -9,6 +9,7 @@ namespace {
 
 constexpr uint8_t ext_bytes_of(uint16_t headers) {
   uint8_t n = 0;
+  if (headers & kHasDeth) n += sizeof(Deth);
   if (headers & kHasReth) n += sizeof(Reth);
   if (headers & kHasAtomicEth) n += sizeof(AtomicEth);
   if (headers & kHasAeth) n += sizeof(Aeth);
@@ -18,8 +19,8 @@ constexpr uint8_t ext_bytes_of(uint16_t headers) {
   return n;
 }
 
-constexpr OpcodeInfo entry(std::string_view name, uint16_t headers, Kind kind, Position position) {
-  OpcodeInfo info{name, headers, kind, position, ext_bytes_of(headers), {}};
+constexpr OpcodeInfo entry(std::string_view name, uint16_t headers, Kind kind, Position position, bool ud = false) {
+  OpcodeInfo info{name, headers, kind, position, ext_bytes_of(headers), {}, ud};
   // Headers appear in HeaderMask bit order: each starts after the BTH and
   // those of lower bits.
   uint32_t off = sizeof(Bth);
@@ -62,13 +63,18 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
   set(kAtomicAck, entry("RC ATOMIC Acknowledge", kHasAeth | kHasAtomicAckEth, K::kAtomicAck, P::kOnly));
   set(kCompareSwap, entry("RC CmpSwap", kHasAtomicEth, K::kAtomic, P::kOnly));
   set(kFetchAdd, entry("RC FetchAdd", kHasAtomicEth, K::kAtomic, P::kOnly));
+  // UD carries SEND Only (with or without immediate) and nothing else (IBA 9.8.3).
+  set(kUdSendOnly, entry("UD SEND Only", kHasDeth | kHasPayload, K::kSend, P::kOnly, true));
+  set(kUdSendOnlyImm, entry("UD SEND Only with Immediate", kHasDeth | kHasImm | kHasPayload, K::kSend, P::kOnly, true));
   set(kCnp, entry("CNP", kHasCnpBody, K::kCnp, P::kOnly));
   return t;
 }
 
 constexpr std::array<OpcodeInfo, 256> kTable = make_table();
-static_assert(kTable[0x0b].ext_off[4] == sizeof(Bth) + sizeof(Reth));  // ImmDt after the RETH
-static_assert(kTable[0x12].ext_off[3] == sizeof(Bth) + sizeof(Aeth));   // AtomicAckETH after the AETH
+static_assert(kTable[0x0b].ext_off[5] == sizeof(Bth) + sizeof(Reth));  // ImmDt after the RETH
+static_assert(kTable[0x12].ext_off[4] == sizeof(Bth) + sizeof(Aeth));   // AtomicAckETH after the AETH
+static_assert(kTable[0x65].ext_off[5] == sizeof(Bth) + sizeof(Deth));   // ImmDt after the DETH
+static_assert(kTable[0x65].ext_bytes == 12);  // UD SEND Only with Immediate: DETH + ImmDt
 
 static_assert(kTable[0x0b].ext_bytes == 20);  // WRITE Only with Immediate: RETH + ImmDt
 static_assert(kTable[0x12].ext_bytes == 12);  // Atomic ACK: AETH + AtomicAckETH

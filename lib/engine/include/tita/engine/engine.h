@@ -42,7 +42,7 @@ class Engine {
 
   // ---- resources (ibv_alloc_pd, ibv_reg_mr, ibv_create_cq, ibv_create_qp ...)
   uint32_t alloc_pd();
-  // -EINVAL: no such PD; -EBUSY: MRs or QPs still use it.
+  // -EINVAL: no such PD; -EBUSY: MRs, QPs or address handles still use it.
   int dealloc_pd(uint32_t pd);
   // Registers [addr, addr+length) for local access and the remote access in
   // `access`, addressed by peers at `iova` (ibv_reg_mr_iova2; the first form:
@@ -119,6 +119,21 @@ class Engine {
   // Receiver of completion and asynchronous events (fn nullptr: none).
   void set_event_hook(EventHook fn, void* ctx);
 
+  // ---- address handles (ibv_create_ah), for UD QPs (ud.cc)
+  // Where UD messages go: a RoCEv2 address vector (the destination GID; its
+  // MAC as given, ours for our own GID, else from the neighbour table or asked
+  // for by ARP, as RC QPs resolve theirs). -EINVAL: unknown PD, zero GID, an
+  // IPv6 GID without a MAC.
+  int create_ah(uint32_t pd, const AhAttr& attr, uint32_t* ah);
+  int destroy_ah(uint32_t ah);  // -EINVAL: no such AH
+  // 0: ready (its MAC known; *out, if given, the AV with it); -EAGAIN: ARP
+  // still asking (UD sends to it wait); -EHOSTUNREACH: nobody answered (sends
+  // to it fail with kRetryExcErr); -EINVAL: no such AH.
+  int query_ah(uint32_t ah, AhAttr* out = nullptr) const;
+  // The largest UD message (the path MTU the port carries): post_send
+  // refuses longer ones.
+  uint32_t ud_max_message_bytes() const;
+
   // ---- neighbours (ARP)
   // A permanent entry (a static ARP entry); QPs waiting for the address proceed.
   // -EINVAL: a zero or multicast MAC.
@@ -126,6 +141,8 @@ class Engine {
   std::vector<Neighbour> neighbours() const;
 
   // ---- data path (ibv_post_send, ibv_post_recv, ibv_poll_cq)
+  // UD QPs take SEND and SEND with immediate of at most
+  // ud_max_message_bytes() to wr->ud's address handle (-EINVAL otherwise).
   // -EINVAL: bad QP or state, num_sge, a message longer than 2^31, an atomic
   // without exactly one 8-byte SGE, inline data on a READ or atomic or longer
   // than the QP's max_inline_data; -ENOMEM: queue full. *bad is the first WR not

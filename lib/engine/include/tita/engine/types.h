@@ -229,6 +229,8 @@ struct QpCounters {
   // the QP runs go-back-N (0 or 1; the host hears of it once).
   uint64_t sr_fallbacks = 0;
   uint64_t ooo_buffered = 0;         // selective repeat: kept for later
+  uint64_t qkey_violations = 0;      // UD: messages dropped for a wrong Q_Key
+  uint64_t ud_dropped_no_recv = 0;   // UD: messages dropped, no receive posted
   uint64_t ecn_ce_received = 0;
   uint64_t cnps_sent = 0;
   uint64_t cnps_received = 0;        // CNPs, or ACKs echoing CE marks (EngineConfig::np ack_echo)
@@ -255,6 +257,9 @@ struct EngineCounters {
   uint64_t rx_unknown_qp = 0;
   uint64_t rx_bad_pkey = 0;
   uint64_t rx_qp_not_ready = 0;  // for a QP in RESET/INIT/ERROR
+  uint64_t rx_wrong_transport = 0;  // a UD opcode for an RC QP, or the reverse
+  uint64_t rx_bad_qkey = 0;         // UD: the DETH's Q_Key is not the QP's (IBA's Q_Key violation)
+  uint64_t rx_ud_no_recv = 0;       // UD: no receive posted (UD has no RNR: the message is gone)
   uint64_t tx_frames = 0;
   uint64_t control_ring_full = 0;  // ACK/NAK/CNP dropped: host out of tx space for long
   uint64_t control_coalesced = 0;  // ACKs that replaced their QP's waiting ACK (ring full)

@@ -71,6 +71,14 @@ struct SendWr {
     uint64_t swap = 0;
     uint32_t rkey = 0;
   } atomic;
+  // UD QPs (ibv_send_wr.wr.ud): the address handle (Engine::create_ah), the
+  // destination QP and its Q_Key. A Q_Key with the high bit set stands for the
+  // sending QP's own Q_Key (IBA 10.2.5; GSI and the CM use it).
+  struct {
+    uint32_t ah = 0;
+    uint32_t remote_qpn = 0;
+    uint32_t remote_qkey = 0;
+  } ud;
 };
 
 // ibv_recv_wr.
@@ -119,6 +127,22 @@ struct WorkCompletion {
   uint32_t byte_len = 0;  // receive completions: bytes received; READ and atomics: bytes placed
   uint32_t imm_data = 0;  // host order, when with_imm
   uint32_t qp_num = 0;
+  // UD receives: the sender's QP (from its DETH), and that the first
+  // kGrhBytes of the buffer hold the GRH (IBV_WC_GRH; always, on RoCEv2).
+  uint32_t src_qp = 0;
+  bool grh = false;
+  uint8_t sl = 0;  // service level: RoCE has none on the wire (0), as rxe reports
+};
+
+// Bytes a UD receive buffer gives the GRH ahead of the payload (IBA 11.4.1.1).
+// On RoCEv2 the network header sits there: an IPv6 header fills all 40, an
+// IPv4 header the last 20 after 20 zero bytes (Linux's rdma_network_hdr).
+inline constexpr uint32_t kGrhBytes = 40;
+
+// Transport service of a QP (IBV_QPT_*).
+enum class QpType : uint8_t {
+  kRc = 2,  // reliable connection
+  kUd = 4,  // unreliable datagram: SEND only, one packet per message, Q_Key, address handles
 };
 
 // QP states (IBV_QPS_*). SQD and SQE exist in the transition table but tita never
@@ -174,6 +198,7 @@ struct QpAttr {
   uint8_t max_rd_atomic = 16;    // READs and atomics this requester keeps outstanding
   uint8_t max_dest_rd_atomic = 16;  // READs and atomics this responder accepts outstanding
   Recovery recovery = Recovery::kGoBackN;
+  uint32_t qkey = 0;  // UD: receives carrying another Q_Key are dropped (and counted)
   // tita's own, applied with kQpRecovery: the peer is known to be a tita
   // engine (told out of band, as RDMA CM private data would say). Selective
   // repeat and spraying then hold from the first packet; otherwise they start
@@ -222,8 +247,13 @@ inline constexpr uint32_t kQpToInitRequired = kQpPkeyIndex | kQpPort | kQpAccess
 inline constexpr uint32_t kQpToRtrRequired =
     kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer;
 inline constexpr uint32_t kQpToRtsRequired = kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
+// The same for UD QPs: no peer, no path; a Q_Key instead of access flags.
+inline constexpr uint32_t kUdToInitRequired = kQpPkeyIndex | kQpPort | kQpQkey;
+inline constexpr uint32_t kUdToRtrRequired = 0;
+inline constexpr uint32_t kUdToRtsRequired = kQpSqPsn;
 
 struct QpInitAttr {
+  QpType qp_type = QpType::kRc;
   uint32_t send_cq = 0;  // CQ handles from create_cq
   uint32_t recv_cq = 0;
   uint32_t max_send_wr = 256;
@@ -251,7 +281,7 @@ enum SrqAttrMask : uint32_t {
   kSrqLimit = 1u << 1,
 };
 
-inline constexpr uint32_t kMaxSge = 4;
+inline constexpr uint32_t kMaxSge = 8;  // UCX's UD and RC transports ask for 6 send SGEs
 inline constexpr uint32_t kMaxInlineData = 512;
 inline constexpr uint32_t kMaxRdAtomic = 128;  // max_rd_atomic and max_dest_rd_atomic
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;

@@ -57,7 +57,7 @@ enum class ParseError : uint8_t {
   kNotRoce,         // UDP destination port is not 4791
   kLengthMismatch,  // IP and UDP lengths disagree, or are too short for the opcode's headers and ICRC
   kBadVersion,      // BTH transport version is not 0
-  kUnknownOpcode,   // not an RC opcode or CNP
+  kUnknownOpcode,   // not an RC or UD SEND opcode, nor a CNP
   kBadPadCount,     // pad on an opcode that carries no payload, or padded payload not 4-byte aligned
   kBadIcrc,
   kCount
@@ -101,6 +101,7 @@ struct Packet {
                            : g.is_ipv4() && std::memcmp(ipv4().src, g.ipv4_bytes(), 4) == 0;
   }
   // Extension headers: nullptr when the opcode has none of that kind.
+  const Deth* deth() const { return ext<Deth>(kHasDeth); }
   const Reth* reth() const { return ext<Reth>(kHasReth); }
   const Aeth* aeth() const { return ext<Aeth>(kHasAeth); }
   const ImmDt* imm() const { return ext<ImmDt>(kHasImm); }
@@ -166,6 +167,9 @@ struct TransportFields {
   bool becn = false;
   bool ack_req = false;
   uint32_t psn = 0;
+  // DETH (UD)
+  uint32_t qkey = 0;
+  uint32_t src_qp = 0;
   // RETH (and the va/rkey of AtomicETH)
   uint64_t va = 0;
   uint32_t rkey = 0;

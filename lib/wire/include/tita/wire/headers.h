@@ -122,6 +122,16 @@ struct Bth {
 };
 static_assert(sizeof(Bth) == 12 && alignof(Bth) == 1);
 
+// Datagram Extended Transport Header: on every UD packet, right after the BTH.
+// The receiver checks the Q_Key against its QP's; the source QP is what the
+// receive completion reports (ibv_wc.src_qp).
+struct Deth {
+  be32 qkey;
+  uint8_t reserved;
+  be24 src_qp;
+};
+static_assert(sizeof(Deth) == 8 && alignof(Deth) == 1);
+
 // RDMA Extended Transport Header: WRITE First/Only and READ Request.
 struct Reth {
   be64 va;

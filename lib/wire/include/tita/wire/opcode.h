@@ -32,19 +32,22 @@ enum class Opcode : uint8_t {
   kAtomicAck = 0x12,
   kCompareSwap = 0x13,
   kFetchAdd = 0x14,
+  kUdSendOnly = 0x64,     // UD: one packet per message, with a DETH
+  kUdSendOnlyImm = 0x65,
   kCnp = 0x81,  // RoCEv2 congestion notification
 };
 
-// Which headers follow the BTH, in this order: RETH, AtomicETH, AETH, AtomicAckETH,
-// ImmDt, CNP body; then the payload when kPayload is set.
+// Which headers follow the BTH, in this order: DETH, RETH, AtomicETH, AETH,
+// AtomicAckETH, ImmDt, CNP body; then the payload when kPayload is set.
 enum HeaderMask : uint16_t {
-  kHasReth = 1u << 0,
-  kHasAtomicEth = 1u << 1,
-  kHasAeth = 1u << 2,
-  kHasAtomicAckEth = 1u << 3,
-  kHasImm = 1u << 4,
-  kHasCnpBody = 1u << 5,
-  kHasPayload = 1u << 6,
+  kHasDeth = 1u << 0,
+  kHasReth = 1u << 1,
+  kHasAtomicEth = 1u << 2,
+  kHasAeth = 1u << 3,
+  kHasAtomicAckEth = 1u << 4,
+  kHasImm = 1u << 5,
+  kHasCnpBody = 1u << 6,
+  kHasPayload = 1u << 7,
 };
 
 // Where a packet sits in a multi-packet message.
@@ -61,7 +64,8 @@ struct OpcodeInfo {
   uint8_t ext_bytes;      // bytes of extension headers after the BTH
   // Offset from the start of the BTH of each extension header the opcode has,
   // by HeaderMask bit index (headers come in bit order); 0 where absent.
-  std::array<uint8_t, 7> ext_off;
+  std::array<uint8_t, 8> ext_off;
+  bool ud = false;        // Unreliable Datagram service (opcodes 0x60-0x7f): DETH, no ACKs
 
   bool valid() const { return kind != Kind::kInvalid; }
   bool has(HeaderMask h) const { return headers & h; }
