@@ -237,116 +237,112 @@ int apply_set(json* doc, std::string_view assignment, std::string* err) {
   }
 }
 
-int from_json(const json& doc, AppConfig* cfg, std::string* err) {
-  // A file's strings were checked by the parser; what flags added was not.
-  if (const std::string why = not_utf8(doc); !why.empty()) {
-    *err = "config: text that is not UTF-8 (" + why + ")";
-    return -EINVAL;
-  }
-  Obj root(doc, "config", err);
-  if (!root.only({"ports", "routes", "buffer", "pfc", "int", "ecmp", "priority", "decrement_ttl", "seed",
-                  "max_packets", "mbufs_per_port", "stats", "qlen", "run"})) {
-    return -EINVAL;
-  }
-  fabric::SwitchConfig& sw = cfg->sw;
+namespace {
 
-  // Ports.
-  if (!root.has("ports") || !root.at("ports").is_array() || root.at("ports").empty()) {
-    *err = "config: ports: give at least one port (\"ports\": [{\"name\": \"net_pcap0\"}] or --port NAME)";
-    return -EINVAL;
-  }
-  const json& ports = root.at("ports");
-  for (size_t i = 0; i < ports.size(); ++i) {
-    const std::string path = "ports[" + std::to_string(i) + "]";
-    Obj p(ports[i], path, err);
-    if (!p.only({"name", "rate_gbps", "shaped", "burst_bytes", "overhead_bytes", "buffer_bytes", "mac",
-                 "next_hop_mac", "ecn", "strict_priority", "faults"})) {
-      return -EINVAL;
-    }
-    std::string name;
-    p.str("name", &name);
-    if (p.ok() && name.empty()) p.fail("name", "give the port's DPDK name (e.g. net_pcap0, 0000:3b:00.0)");
-    if (p.ok() && std::find(cfg->port_names.begin(), cfg->port_names.end(), name) != cfg->port_names.end()) {
-      p.fail("name", "port '" + name + "' is listed twice");
-    }
-    fabric::PortConfig pc;
-    pc.shaped = p.has("rate_gbps");
-    double gbps = 100;
-    p.num("rate_gbps", &gbps, 0.001, 10'000);
-    pc.rate_bps = static_cast<uint64_t>(gbps * 1e9 + 0.5);
-    p.flag("shaped", &pc.shaped);
-    p.num("burst_bytes", &pc.burst_bytes, 0, 1 << 30);
-    p.num("overhead_bytes", &pc.overhead_bytes, 0, 64);
-    p.num("buffer_bytes", &pc.buffer_bytes, 0, 1e12);
-    p.flag("strict_priority", &pc.strict_priority);
-    bool mac_given = false;
-    std::string mac;
-    p.str("mac", &mac);
-    if (p.ok() && !mac.empty()) {
-      if (!wire::parse_mac(mac, pc.mac)) p.fail("mac", "'" + mac + "' is not a MAC address (02:00:00:00:00:01)");
-      mac_given = true;
-    }
-    p.str("next_hop_mac", &mac);
-    if (p.ok() && p.has("next_hop_mac")) {
-      if (!wire::parse_mac(mac, pc.next_hop_mac)) p.fail("next_hop_mac", "'" + mac + "' is not a MAC address");
-      pc.rewrite_mac = true;
-    }
-    if (p.ok() && p.has("ecn")) {
-      Obj e(p.at("ecn"), p.path("ecn"), err);
-      if (!e.only({"enabled", "kmin_bytes", "kmax_bytes", "pmax", "base_rate_gbps"})) return -EINVAL;
-      e.flag("enabled", &pc.ecn);
-      e.num("kmin_bytes", &pc.red.kmin_bytes, 0, 1e12);
-      e.num("kmax_bytes", &pc.red.kmax_bytes, 0, 1e12);
-      e.num("pmax", &pc.red.pmax, 0, 1);
-      double base_gbps = 0;
-      e.num("base_rate_gbps", &base_gbps, 0, 10'000);
-      pc.red.base_rate_bps = static_cast<uint64_t>(base_gbps * 1e9 + 0.5);
-      const fabric::RedParams red = pc.red.resolve(pc.rate_bps);
-      if (e.ok() && red.kmin_bytes > red.kmax_bytes) e.fail("", "kmin_bytes must not exceed kmax_bytes");
-      if (!e.ok()) return -EINVAL;
-    }
-    if (p.ok() && p.has("faults")) {
-      Obj f(p.at("faults"), p.path("faults"), err);
-      if (!f.only({"drop_probability", "drop_all", "delay_us", "black_hole"})) return -EINVAL;
-      f.num("drop_probability", &pc.fault.drop_probability, 0, 1);
-      f.flag("drop_all", &pc.fault.drop_all);
-      double delay_us = 0;
-      f.num("delay_us", &delay_us, 0, 10e6);
-      pc.fault.delay_ns = static_cast<uint64_t>(delay_us * 1000 + 0.5);
-      if (f.ok() && f.has("black_hole")) {
-        Obj b(f.at("black_hole"), f.path("black_hole"), err);
-        if (!b.only({"src", "dst", "sport", "dport", "proto"})) return -EINVAL;
-        fabric::FlowMatch& m = pc.fault.black_hole_flow;
-        pc.fault.black_hole = true;
-        for (const char* key : {"src", "dst"}) {
-          std::string a;
-          b.str(key, &a);
-          if (!b.ok() || a.empty()) continue;
-          bool v4;
-          uint8_t* dst = std::strcmp(key, "src") == 0 ? m.key.src : m.key.dst;
-          if (parse_addr(a, dst, &v4) != 0) {
-            b.fail(key, "'" + a + "' is not an IP address");
-          } else {
-            m.fields |= std::strcmp(key, "src") == 0 ? fabric::FlowMatch::kSrc : fabric::FlowMatch::kDst;
-          }
-        }
-        if (b.has("sport")) m.fields |= fabric::FlowMatch::kSport;
-        if (b.has("dport")) m.fields |= fabric::FlowMatch::kDport;
-        if (b.has("proto")) m.fields |= fabric::FlowMatch::kProto;
-        b.num("sport", &m.key.sport, 0, 65535);
-        b.num("dport", &m.key.dport, 0, 65535);
-        b.num("proto", &m.key.proto, 0, 255);
-        if (!b.ok()) return -EINVAL;
+// A port's "ecn" object: RED thresholds, resolved against the port's rate to check them.
+int read_ecn(const Obj& p, fabric::PortConfig* port, std::string* err) {
+  fabric::PortConfig& pc = *port;
+  Obj e(p.at("ecn"), p.path("ecn"), err);
+  if (!e.only({"enabled", "kmin_bytes", "kmax_bytes", "pmax", "base_rate_gbps"})) return -EINVAL;
+  e.flag("enabled", &pc.ecn);
+  e.num("kmin_bytes", &pc.red.kmin_bytes, 0, 1e12);
+  e.num("kmax_bytes", &pc.red.kmax_bytes, 0, 1e12);
+  e.num("pmax", &pc.red.pmax, 0, 1);
+  double base_gbps = 0;
+  e.num("base_rate_gbps", &base_gbps, 0, 10'000);
+  pc.red.base_rate_bps = static_cast<uint64_t>(base_gbps * 1e9 + 0.5);
+  const fabric::RedParams red = pc.red.resolve(pc.rate_bps);
+  if (e.ok() && red.kmin_bytes > red.kmax_bytes) e.fail("", "kmin_bytes must not exceed kmax_bytes");
+  if (!e.ok()) return -EINVAL;
+  return 0;
+}
+
+// A port's "faults" object: random loss, delay and a black-holed flow.
+int read_faults(const Obj& p, fabric::PortConfig* port, std::string* err) {
+  fabric::PortConfig& pc = *port;
+  Obj f(p.at("faults"), p.path("faults"), err);
+  if (!f.only({"drop_probability", "drop_all", "delay_us", "black_hole"})) return -EINVAL;
+  f.num("drop_probability", &pc.fault.drop_probability, 0, 1);
+  f.flag("drop_all", &pc.fault.drop_all);
+  double delay_us = 0;
+  f.num("delay_us", &delay_us, 0, 10e6);
+  pc.fault.delay_ns = static_cast<uint64_t>(delay_us * 1000 + 0.5);
+  if (f.ok() && f.has("black_hole")) {
+    Obj b(f.at("black_hole"), f.path("black_hole"), err);
+    if (!b.only({"src", "dst", "sport", "dport", "proto"})) return -EINVAL;
+    fabric::FlowMatch& m = pc.fault.black_hole_flow;
+    pc.fault.black_hole = true;
+    for (const char* key : {"src", "dst"}) {
+      std::string a;
+      b.str(key, &a);
+      if (!b.ok() || a.empty()) continue;
+      bool v4;
+      uint8_t* dst = std::strcmp(key, "src") == 0 ? m.key.src : m.key.dst;
+      if (parse_addr(a, dst, &v4) != 0) {
+        b.fail(key, "'" + a + "' is not an IP address");
+      } else {
+        m.fields |= std::strcmp(key, "src") == 0 ? fabric::FlowMatch::kSrc : fabric::FlowMatch::kDst;
       }
-      if (!f.ok()) return -EINVAL;
     }
-    if (!p.ok()) return -EINVAL;
-    cfg->port_names.push_back(name);
-    cfg->mac_given.push_back(mac_given);
-    sw.ports.push_back(pc);
+    if (b.has("sport")) m.fields |= fabric::FlowMatch::kSport;
+    if (b.has("dport")) m.fields |= fabric::FlowMatch::kDport;
+    if (b.has("proto")) m.fields |= fabric::FlowMatch::kProto;
+    b.num("sport", &m.key.sport, 0, 65535);
+    b.num("dport", &m.key.dport, 0, 65535);
+    b.num("proto", &m.key.proto, 0, 255);
+    if (!b.ok()) return -EINVAL;
   }
+  if (!f.ok()) return -EINVAL;
+  return 0;
+}
 
-  // Shared buffer and PFC.
+// One entry of "ports".
+int read_port(const json& j, const std::string& path, AppConfig* cfg, std::string* err) {
+  Obj p(j, path, err);
+  if (!p.only({"name", "rate_gbps", "shaped", "burst_bytes", "overhead_bytes", "buffer_bytes", "mac",
+               "next_hop_mac", "ecn", "strict_priority", "faults"})) {
+    return -EINVAL;
+  }
+  std::string name;
+  p.str("name", &name);
+  if (p.ok() && name.empty()) p.fail("name", "give the port's DPDK name (e.g. net_pcap0, 0000:3b:00.0)");
+  if (p.ok() && std::find(cfg->port_names.begin(), cfg->port_names.end(), name) != cfg->port_names.end()) {
+    p.fail("name", "port '" + name + "' is listed twice");
+  }
+  fabric::PortConfig pc;
+  pc.shaped = p.has("rate_gbps");
+  double gbps = 100;
+  p.num("rate_gbps", &gbps, 0.001, 10'000);
+  pc.rate_bps = static_cast<uint64_t>(gbps * 1e9 + 0.5);
+  p.flag("shaped", &pc.shaped);
+  p.num("burst_bytes", &pc.burst_bytes, 0, 1 << 30);
+  p.num("overhead_bytes", &pc.overhead_bytes, 0, 64);
+  p.num("buffer_bytes", &pc.buffer_bytes, 0, 1e12);
+  p.flag("strict_priority", &pc.strict_priority);
+  bool mac_given = false;
+  std::string mac;
+  p.str("mac", &mac);
+  if (p.ok() && !mac.empty()) {
+    if (!wire::parse_mac(mac, pc.mac)) p.fail("mac", "'" + mac + "' is not a MAC address (02:00:00:00:00:01)");
+    mac_given = true;
+  }
+  p.str("next_hop_mac", &mac);
+  if (p.ok() && p.has("next_hop_mac")) {
+    if (!wire::parse_mac(mac, pc.next_hop_mac)) p.fail("next_hop_mac", "'" + mac + "' is not a MAC address");
+    pc.rewrite_mac = true;
+  }
+  if (p.ok() && p.has("ecn") && read_ecn(p, &pc, err) != 0) return -EINVAL;
+  if (p.ok() && p.has("faults") && read_faults(p, &pc, err) != 0) return -EINVAL;
+  if (!p.ok()) return -EINVAL;
+  cfg->port_names.push_back(name);
+  cfg->mac_given.push_back(mac_given);
+  cfg->sw.ports.push_back(pc);
+  return 0;
+}
+
+// "buffer" and "pfc": the shared buffer and the lossless priorities.
+int read_buffer_pfc(const Obj& root, fabric::SwitchConfig* swc, std::string* err) {
+  fabric::SwitchConfig& sw = *swc;
   if (root.has("buffer")) {
     Obj b(root.at("buffer"), "buffer", err);
     if (!b.only({"total_bytes", "reserve_bytes", "headroom_bytes", "egress_alpha"})) return -EINVAL;
@@ -389,12 +385,12 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
     if (!p.ok()) return -EINVAL;
     sw.mmu.lossless = enabled ? lossless : 0;
   }
-  if (root.has("int")) {
-    Obj i(root.at("int"), "int", err);
-    if (!i.only({"enabled"})) return -EINVAL;
-    i.flag("enabled", &sw.int_enabled);
-    if (!i.ok()) return -EINVAL;
-  }
+  return 0;
+}
+
+// "ecmp": the hash seed and the field Hash Dodging varies.
+int read_ecmp(const Obj& root, fabric::SwitchConfig* swc, std::string* err) {
+  fabric::SwitchConfig& sw = *swc;
   if (root.has("ecmp")) {
     Obj e(root.at("ecmp"), "ecmp", err);
     if (!e.only({"seed", "dodge"})) return -EINVAL;
@@ -423,6 +419,12 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
     }
     if (!e.ok()) return -EINVAL;
   }
+  return 0;
+}
+
+// "priority": PCP trust and the DSCP to priority map.
+int read_priority(const Obj& root, fabric::SwitchConfig* swc, std::string* err) {
+  fabric::SwitchConfig& sw = *swc;
   if (root.has("priority")) {
     Obj p(root.at("priority"), "priority", err);
     if (!p.only({"trust_pcp", "dscp_map"})) return -EINVAL;
@@ -444,13 +446,11 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
     }
     if (!p.ok()) return -EINVAL;
   }
-  root.flag("decrement_ttl", &sw.decrement_ttl);
-  root.num("seed", &sw.seed, 0, 9.2e18);
-  root.num("max_packets", &sw.max_packets, 1, 1 << 30);
-  root.num("mbufs_per_port", &cfg->mbufs_per_port, 63, 1 << 24);
-  if (!root.ok()) return -EINVAL;
+  return 0;
+}
 
-  // Routes: after the ports, which they name.
+// "routes": after the ports, which they name.
+int read_routes(Obj& root, AppConfig* cfg, std::string* err) {
   if (root.has("routes")) {
     const json& routes = root.at("routes");
     if (!routes.is_array()) return root.fail("routes", "must be a list"), -EINVAL;
@@ -480,8 +480,11 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
       cfg->routes.push_back(std::move(route));
     }
   }
+  return 0;
+}
 
-  // Application: statistics, queue sampling, run limits.
+// The application's settings: statistics, queue sampling, run limits.
+int read_app(const Obj& root, AppConfig* cfg, std::string* err) {
   if (root.has("stats")) {
     Obj s(root.at("stats"), "stats", err);
     if (!s.only({"interval_ms"})) return -EINVAL;
@@ -513,6 +516,51 @@ int from_json(const json& doc, AppConfig* cfg, std::string* err) {
     if (!r.ok()) return -EINVAL;
   }
   return 0;
+}
+
+}  // namespace
+
+int from_json(const json& doc, AppConfig* cfg, std::string* err) {
+  // A file's strings were checked by the parser; what flags added was not.
+  if (const std::string why = not_utf8(doc); !why.empty()) {
+    *err = "config: text that is not UTF-8 (" + why + ")";
+    return -EINVAL;
+  }
+  Obj root(doc, "config", err);
+  if (!root.only({"ports", "routes", "buffer", "pfc", "int", "ecmp", "priority", "decrement_ttl", "seed",
+                  "max_packets", "mbufs_per_port", "stats", "qlen", "run"})) {
+    return -EINVAL;
+  }
+  fabric::SwitchConfig& sw = cfg->sw;
+
+  // Ports.
+  if (!root.has("ports") || !root.at("ports").is_array() || root.at("ports").empty()) {
+    *err = "config: ports: give at least one port (\"ports\": [{\"name\": \"net_pcap0\"}] or --port NAME)";
+    return -EINVAL;
+  }
+  const json& ports = root.at("ports");
+  for (size_t i = 0; i < ports.size(); ++i) {
+    if (read_port(ports[i], "ports[" + std::to_string(i) + "]", cfg, err) != 0) return -EINVAL;
+  }
+
+  if (read_buffer_pfc(root, &sw, err) != 0) return -EINVAL;
+  if (root.has("int")) {
+    Obj i(root.at("int"), "int", err);
+    if (!i.only({"enabled"})) return -EINVAL;
+    i.flag("enabled", &sw.int_enabled);
+    if (!i.ok()) return -EINVAL;
+  }
+  if (read_ecmp(root, &sw, err) != 0) return -EINVAL;
+  if (read_priority(root, &sw, err) != 0) return -EINVAL;
+  root.flag("decrement_ttl", &sw.decrement_ttl);
+  root.num("seed", &sw.seed, 0, 9.2e18);
+  root.num("max_packets", &sw.max_packets, 1, 1 << 30);
+  root.num("mbufs_per_port", &cfg->mbufs_per_port, 63, 1 << 24);
+  if (!root.ok()) return -EINVAL;
+
+  if (read_routes(root, cfg, err) != 0) return -EINVAL;
+
+  return read_app(root, cfg, err);
 }
 
 nlohmann::json effective_json(const AppConfig& cfg) {
