@@ -79,72 +79,11 @@ ParseUint(const std::string& text, uint64_t max, uint64_t* v)
     return !text.empty() && ec == std::errc() && end == text.data() + text.size() && *v <= max;
 }
 
-} // namespace
-
-const char*
-TitaTrainingGroupName(TitaTrainingGroup g)
-{
-    switch (g)
-    {
-    case TitaTrainingGroup::kTp:
-        return "tp";
-    case TitaTrainingGroup::kDp:
-        return "dp";
-    case TitaTrainingGroup::kEp:
-        return "ep";
-    case TitaTrainingGroup::kDpEp:
-        return "dp_ep";
-    case TitaTrainingGroup::kPp:
-        return "pp";
-    case TitaTrainingGroup::kNone:
-        break;
-    }
-    return "none";
-}
-
-const char*
-TitaTrainingCollectiveName(TitaTrainingCollective c)
-{
-    switch (c)
-    {
-    case TitaTrainingCollective::kAllReduce:
-        return "allreduce";
-    case TitaTrainingCollective::kAllGather:
-        return "allgather";
-    case TitaTrainingCollective::kReduceScatter:
-        return "reducescatter";
-    case TitaTrainingCollective::kAllToAll:
-        return "alltoall";
-    case TitaTrainingCollective::kSendRecv:
-        return "sendrecv";
-    case TitaTrainingCollective::kNone:
-        break;
-    }
-    return "none";
-}
-
+// The header line (its words in w): the parallelism, then "key: value" pairs.
 bool
-TitaTrainingFile::Load(const std::string& path, std::string* err)
+ReadHeader(TitaLineReader& lines, const std::vector<std::string>& w, TitaTrainingFile* out, std::string* err)
 {
-    std::ifstream in(path);
-    if (!in)
-    {
-        *err = path + ": cannot open";
-        return false;
-    }
-    return Read(in, path, err);
-}
-
-bool
-TitaTrainingFile::Read(std::istream& in, const std::string& name, std::string* err)
-{
-    TitaTrainingFile f;
-    TitaLineReader lines(in, name);
-    std::vector<std::string> w;
-    if (!lines.Next(&w))
-    {
-        return lines.Fail(err, "empty file, expected the header line");
-    }
+    TitaTrainingFile& f = *out;
     f.policy = w[0];
     if (f.policy != "HYBRID_TRANSFORMER" && f.policy != "HYBRID_TRANSFORMER_FWD_IN_BCKWD")
     {
@@ -237,6 +176,141 @@ TitaTrainingFile::Read(std::istream& in, const std::string& name, std::string* e
     f.vpp = static_cast<uint32_t>(vpp);
     f.ga = static_cast<uint32_t>(ga);
     f.allGpus = static_cast<uint32_t>(all);
+    return true;
+}
+
+// One layer line (its words in w) into l.
+bool
+ReadLayer(TitaLineReader& lines, const std::vector<std::string>& w, TitaTrainingLayer* out, std::string* err)
+{
+    TitaTrainingLayer& l = *out;
+    std::string why;
+    if (w.size() != 12)
+    {
+        return lines.Fail(err,
+                          "expected 12 fields (name, -1, fwd_ns, type, bytes, ig_ns, type, bytes, wg_ns, type, "
+                          "bytes, update_ns), found " +
+                              std::to_string(w.size()));
+    }
+    l.name = w[0];
+    int64_t dep = 0;
+    const auto [end, ec] = std::from_chars(w[1].data(), w[1].data() + w[1].size(), dep);
+    if (ec != std::errc() || end != w[1].data() + w[1].size())
+    {
+        return lines.Fail(err, "field 2 '" + w[1] + "' is not a whole number (the dependency, -1)");
+    }
+    struct Phase
+    {
+        std::size_t at;
+        uint64_t* computeNs;
+        TitaTrainingComm* comm;
+        bool wg;
+        const char* name;
+    };
+    const Phase phases[] = {{2, &l.fwdComputeNs, &l.fwd, false, "forward"},
+                            {5, &l.igComputeNs, &l.ig, false, "input-gradient"},
+                            {8, &l.wgComputeNs, &l.wg, true, "weight-gradient"}};
+    for (const Phase& p : phases)
+    {
+        if (!ParseUint(w[p.at], kMaxComputeNs, p.computeNs))
+        {
+            return lines.Fail(err,
+                              std::string(p.name) + " compute time '" + w[p.at] +
+                                  "' is not a whole number of nanoseconds up to an hour");
+        }
+        if (!ParseComm(w[p.at + 1], p.wg, p.comm, &why))
+        {
+            return lines.Fail(err, std::string(p.name) + " " + why);
+        }
+        uint64_t bytes = 0;
+        if (!ParseUint(w[p.at + 2], kMaxCommBytes, &bytes))
+        {
+            return lines.Fail(err,
+                              std::string(p.name) + " size '" + w[p.at + 2] +
+                                  "' is not a whole number of bytes up to 16 TiB");
+        }
+        if (p.comm->type != TitaTrainingCollective::kNone)
+        {
+            p.comm->bytes = bytes; // NONE's size means nothing (AICB writes one)
+        }
+    }
+    if (!ParseUint(w[11], kMaxComputeNs, &l.updateNs))
+    {
+        return lines.Fail(err, "update time '" + w[11] + "' is not a whole number of nanoseconds up to an hour");
+    }
+    return true;
+}
+
+} // namespace
+
+const char*
+TitaTrainingGroupName(TitaTrainingGroup g)
+{
+    switch (g)
+    {
+    case TitaTrainingGroup::kTp:
+        return "tp";
+    case TitaTrainingGroup::kDp:
+        return "dp";
+    case TitaTrainingGroup::kEp:
+        return "ep";
+    case TitaTrainingGroup::kDpEp:
+        return "dp_ep";
+    case TitaTrainingGroup::kPp:
+        return "pp";
+    case TitaTrainingGroup::kNone:
+        break;
+    }
+    return "none";
+}
+
+const char*
+TitaTrainingCollectiveName(TitaTrainingCollective c)
+{
+    switch (c)
+    {
+    case TitaTrainingCollective::kAllReduce:
+        return "allreduce";
+    case TitaTrainingCollective::kAllGather:
+        return "allgather";
+    case TitaTrainingCollective::kReduceScatter:
+        return "reducescatter";
+    case TitaTrainingCollective::kAllToAll:
+        return "alltoall";
+    case TitaTrainingCollective::kSendRecv:
+        return "sendrecv";
+    case TitaTrainingCollective::kNone:
+        break;
+    }
+    return "none";
+}
+
+bool
+TitaTrainingFile::Load(const std::string& path, std::string* err)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        *err = path + ": cannot open";
+        return false;
+    }
+    return Read(in, path, err);
+}
+
+bool
+TitaTrainingFile::Read(std::istream& in, const std::string& name, std::string* err)
+{
+    TitaTrainingFile f;
+    TitaLineReader lines(in, name);
+    std::vector<std::string> w;
+    if (!lines.Next(&w))
+    {
+        return lines.Fail(err, "empty file, expected the header line");
+    }
+    if (!ReadHeader(lines, w, &f, err))
+    {
+        return false;
+    }
 
     uint64_t count = 0;
     if (!lines.Next(&w))
@@ -249,66 +323,16 @@ TitaTrainingFile::Read(std::istream& in, const std::string& name, std::string* e
     }
     const uint64_t countLine = lines.Number();
     f.layers.reserve(count);
-    std::string why;
     while (lines.Next(&w))
     {
         if (f.layers.size() == count)
         {
             return lines.Fail(err, "more layer lines than the " + std::to_string(count) + " announced");
         }
-        if (w.size() != 12)
-        {
-            return lines.Fail(err,
-                              "expected 12 fields (name, -1, fwd_ns, type, bytes, ig_ns, type, bytes, wg_ns, type, "
-                              "bytes, update_ns), found " +
-                                  std::to_string(w.size()));
-        }
         TitaTrainingLayer l;
-        l.name = w[0];
-        int64_t dep = 0;
-        const auto [end, ec] = std::from_chars(w[1].data(), w[1].data() + w[1].size(), dep);
-        if (ec != std::errc() || end != w[1].data() + w[1].size())
+        if (!ReadLayer(lines, w, &l, err))
         {
-            return lines.Fail(err, "field 2 '" + w[1] + "' is not a whole number (the dependency, -1)");
-        }
-        struct Phase
-        {
-            std::size_t at;
-            uint64_t* computeNs;
-            TitaTrainingComm* comm;
-            bool wg;
-            const char* name;
-        };
-        const Phase phases[] = {{2, &l.fwdComputeNs, &l.fwd, false, "forward"},
-                                {5, &l.igComputeNs, &l.ig, false, "input-gradient"},
-                                {8, &l.wgComputeNs, &l.wg, true, "weight-gradient"}};
-        for (const Phase& p : phases)
-        {
-            if (!ParseUint(w[p.at], kMaxComputeNs, p.computeNs))
-            {
-                return lines.Fail(err,
-                                  std::string(p.name) + " compute time '" + w[p.at] +
-                                      "' is not a whole number of nanoseconds up to an hour");
-            }
-            if (!ParseComm(w[p.at + 1], p.wg, p.comm, &why))
-            {
-                return lines.Fail(err, std::string(p.name) + " " + why);
-            }
-            uint64_t bytes = 0;
-            if (!ParseUint(w[p.at + 2], kMaxCommBytes, &bytes))
-            {
-                return lines.Fail(err,
-                                  std::string(p.name) + " size '" + w[p.at + 2] +
-                                      "' is not a whole number of bytes up to 16 TiB");
-            }
-            if (p.comm->type != TitaTrainingCollective::kNone)
-            {
-                p.comm->bytes = bytes; // NONE's size means nothing (AICB writes one)
-            }
-        }
-        if (!ParseUint(w[11], kMaxComputeNs, &l.updateNs))
-        {
-            return lines.Fail(err, "update time '" + w[11] + "' is not a whole number of nanoseconds up to an hour");
+            return false;
         }
         l.line = static_cast<uint32_t>(lines.Number());
         f.layers.push_back(std::move(l));
