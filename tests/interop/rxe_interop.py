@@ -18,8 +18,10 @@ loss      the data checks again with 1% and 3% loss each way (netem in the VM,
 cc        every congestion control of tita writing to rxe, which echoes no tita
           telemetry and drops CNPs: each must finish at a sane rate, none stall
 impair    1 MiB READ, WRITE, SEND and atomics, 16
-          outstanding, 16 iterations, both ways, under 3% loss, reordering alone and 1%
-          corruption each way (tests/interop/impair.py), and ibv_rc_pingpong -c
+          outstanding, 16 iterations, under 3% loss, reordering alone and 1%
+          corruption each way (tests/interop/impair.py), tita the client in
+          each, rxe the client of WRITE, SEND and atomics under loss and
+          corruption (rxe_client_case), and ibv_rc_pingpong -c both ways
           under each: every run completes, tita as requester sends (or, for
           READs, has rxe send) at most 3x the packets needed, and netem's
           counters show the impairment on both qdiscs
@@ -283,6 +285,15 @@ IMPAIR_ITERS = 16  # perftest iterations per run (no fewer than the 16 outstandi
 MAX_RATIO = 3.0
 
 
+def rxe_client_case(scenario, op):
+    """The cases with rxe as the requester that the suite runs: tita's
+    responder under loss and corruption. rxe's READs from tita, and rxe's
+    requests under reordering, take 45-100 s each here (rxe goes back to the
+    first missing packet and resends all after it, 7-33x the packets: issue 29's
+    open part) and are measured by scripts/interop/impair-table.py instead."""
+    return op != "READ" and not scenario.startswith("reorder")
+
+
 def impair_group(vm):
     import impair
     impair.BUILD = BUILD
@@ -292,6 +303,8 @@ def impair_group(vm):
         impair.set_netem(vm, impair.SCENARIOS[scenario])
         for op in ("READ", "WRITE", "SEND", "ATOMIC"):
             for client in ("tita", "rxe"):
+                if client == "rxe" and not rxe_client_case(scenario, op):
+                    continue
                 port += 1
                 name = f"impair {scenario}: {op} {client} client"
                 r = impair.run_case(vm, op, client, iters=IMPAIR_ITERS, port=port, timeout=240)
