@@ -458,13 +458,30 @@ def pyverbs():
 UCX_ENV = {}
 
 
+def free_ifindex_pair():
+    """Two unused interface numbers that differ in bit 15 alone."""
+    used = {int(x) for x in os.listdir("/sys/class/net") and
+            [open(f"/sys/class/net/{n}/ifindex").read() for n in os.listdir("/sys/class/net")]}
+    for i in range(4100, 0x8000):
+        if i not in used and (i | 0x8000) not in used:
+            return i, i | 0x8000
+    return 4100, 4100 | 0x8000
+
+
 def veth_pair(name):
     """A veth pair for two af_packet ports: each process opens its end in any
     order (a memif or vhost pair wants its server side first, and ucx_perftest
     and MPI ranks open the device only once they have met over TCP)."""
     a, b = f"{name}0", f"{name}1"
     subprocess.run(["ip", "link", "del", a], capture_output=True)
-    r = subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], capture_output=True, text=True)
+    # Interface numbers far apart: DPDK's af_packet joins a fanout group
+    # numbered (pid ^ ifindex) & 0xffff, and two processes with consecutive
+    # pids on interfaces with consecutive numbers get the same group, which
+    # the kernel refuses for the second device (EINVAL: the port fails to
+    # probe). These numbers differ in bit 15 only.
+    index = [["index", str(i)] for i in free_ifindex_pair()]
+    r = subprocess.run(["ip", "link", "add", a] + index[0] + ["type", "veth", "peer", "name", b] + index[1],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         print(f"SKIP: cannot make a veth pair: {r.stderr.strip()}")
         sys.exit(77)

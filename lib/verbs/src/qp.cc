@@ -50,8 +50,17 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
       !Device::ours(attr->recv_cq->context) || attr->cap.max_send_sge > eng::kMaxSge ||
       attr->cap.max_recv_sge > eng::kMaxSge || attr->cap.max_inline_data > eng::kMaxInlineData ||
       attr->cap.max_send_wr > kMaxWr || (attr->srq == nullptr && attr->cap.max_recv_wr > kMaxWr)) {
-    d->log(Config::Log::kError, "ibv_create_qp: caps beyond the device (max %u WRs, %u SGEs, %u bytes inline)",
-           kMaxWr, eng::kMaxSge, eng::kMaxInlineData);
+    // Only the inline size too large: UCX asks for less and less until a QP
+    // is made (its way of finding the most), so that is said at info level.
+    const bool inline_only = attr->send_cq != nullptr && attr->recv_cq != nullptr &&
+                             Device::ours(attr->send_cq->context) && Device::ours(attr->recv_cq->context) &&
+                             attr->cap.max_send_sge <= eng::kMaxSge && attr->cap.max_recv_sge <= eng::kMaxSge &&
+                             attr->cap.max_send_wr <= kMaxWr && attr->cap.max_recv_wr <= kMaxWr;
+    d->log(inline_only ? Config::Log::kInfo : Config::Log::kError,
+           "ibv_create_qp: caps beyond the device: asked %u/%u WRs, %u/%u SGEs, %u bytes inline (send/receive; "
+           "the most: %u WRs, %u SGEs, %u bytes inline)",
+           attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge, attr->cap.max_recv_sge,
+           attr->cap.max_inline_data, kMaxWr, eng::kMaxSge, eng::kMaxInlineData);
     errno = EINVAL;
     return nullptr;
   }
