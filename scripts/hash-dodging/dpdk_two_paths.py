@@ -276,11 +276,14 @@ def rates(a):
                                                                f"checked ({r['check']})")
     check(one["gbps"] <= 1.05 * a.link_gbps, f"one path: {one['gbps']:.2f} Gb/s, at most its link's "
                                              f"{a.link_gbps:g} Gb/s (the shaper holds)")
-    # Checked: the sprayed QP uses both links (1.4x one path); reported: how
-    # near it comes to their sum (spurious resends of packets late behind a
-    # link's queue take a few percent; doc/multipath.md).
-    check(many["gbps"] >= 1.4 * one["gbps"], f"sprayed / one path: {many['gbps'] / max(one['gbps'], 1e-9):.2f}x "
-                                             f"(at least 1.4x: more than one link carries)")
+    # Checked: the sprayed QP moves more than one link can (the shaper holds a
+    # link to 1.05x its rate, as the one-path run shows), so both links carry
+    # it; reported: the ratio to one path and how near it comes to the links'
+    # sum (spurious resends of packets late behind a link's queue take a few
+    # percent; doc/multipath.md).
+    check(many["gbps"] >= 1.2 * a.link_gbps,
+          f"sprayed: {many['gbps']:.2f} Gb/s, at least 1.2x one link's {a.link_gbps:g} Gb/s: more than one link "
+          f"carries ({many['gbps'] / max(one['gbps'], 1e-9):.2f}x the QP on one path)")
     print(f"info sprayed: {many['gbps']:.2f} Gb/s, {many['gbps'] / (2 * a.link_gbps):.0%} of both links' "
           f"{2 * a.link_gbps:g} Gb/s; links' frames {many['links_tx_packets']}", flush=True)
     with open(os.path.join(a.work, "result.json"), "w") as f:
