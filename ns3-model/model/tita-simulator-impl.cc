@@ -273,29 +273,17 @@ TitaSimulatorImpl::Advance()
 {
     for (;;)
     {
-        // The first occupied slot after the cursor, within one lap.
-        const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & m_mask);
-        for (uint32_t scanned = 0; scanned < m_buckets - 1;)
+        const uint32_t hit = NextOccupied();
+        if (hit != UINT32_MAX)
         {
-            const uint32_t slot = (start + scanned) & m_mask;
-            const uint64_t bits = m_occupied[slot >> 6] >> (slot & 63);
-            if (bits != 0)
+            m_cursor += 1 + hit;
+            // Far events the ring now reaches join it.
+            while (!m_far.empty() && (m_far.front().ts >> m_shift) - m_cursor < m_buckets)
             {
-                const uint32_t hit = scanned + static_cast<uint32_t>(__builtin_ctzll(bits));
-                if (hit >= m_buckets - 1)
-                {
-                    break;
-                }
-                m_cursor += 1 + hit;
-                // Far events the ring now reaches join it.
-                while (!m_far.empty() && (m_far.front().ts >> m_shift) - m_cursor < m_buckets)
-                {
-                    Place(FarPop());
-                }
-                Gather(static_cast<uint32_t>(m_cursor & m_mask));
-                return true;
+                Place(FarPop());
             }
-            scanned += 64 - (slot & 63);
+            Gather(static_cast<uint32_t>(m_cursor & m_mask));
+            return true;
         }
         if (m_far.empty())
         {
@@ -314,6 +302,26 @@ TitaSimulatorImpl::Advance()
             return true;
         }
     }
+}
+
+// The first occupied bucket after the cursor, within one lap, as its distance
+// past cursor + 1; UINT32_MAX when the ring holds nothing there.
+uint32_t
+TitaSimulatorImpl::NextOccupied() const
+{
+    const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & m_mask);
+    for (uint32_t scanned = 0; scanned < m_buckets - 1;)
+    {
+        const uint32_t slot = (start + scanned) & m_mask;
+        const uint64_t bits = m_occupied[slot >> 6] >> (slot & 63);
+        if (bits != 0)
+        {
+            const uint32_t hit = scanned + static_cast<uint32_t>(__builtin_ctzll(bits));
+            return hit < m_buckets - 1 ? hit : UINT32_MAX;
+        }
+        scanned += 64 - (slot & 63);
+    }
+    return UINT32_MAX;
 }
 
 TitaSimulatorImpl::Entry
@@ -556,37 +564,26 @@ TitaSimulatorImpl::NextTs()
     {
         return m_cur[m_curHead].ts;
     }
-    const uint32_t start = static_cast<uint32_t>((m_cursor + 1) & m_mask);
-    for (uint32_t scanned = 0; scanned < m_buckets - 1;)
+    const uint32_t hit = NextOccupied();
+    if (hit == UINT32_MAX)
     {
-        const uint32_t slot = (start + scanned) & m_mask;
-        const uint64_t bits = m_occupied[slot >> 6] >> (slot & 63);
-        if (bits != 0)
-        {
-            const uint32_t hit = scanned + static_cast<uint32_t>(__builtin_ctzll(bits));
-            if (hit >= m_buckets - 1)
-            {
-                break;
-            }
-            // That bucket's earliest event is the earliest of all: far events
-            // lie beyond the ring.
-            const uint32_t s = (start + hit) & m_mask;
-            const uint32_t n = m_count[s];
-            uint64_t ts = UINT64_MAX;
-            const Entry* in = &m_slab[std::size_t{s} * kSlots];
-            for (uint32_t i = 0; i < std::min(n, kSlots); ++i)
-            {
-                ts = std::min(ts, in[i].ts);
-            }
-            for (const Entry& e : m_spill[s])
-            {
-                ts = std::min(ts, e.ts);
-            }
-            return ts;
-        }
-        scanned += 64 - (slot & 63);
+        return m_far.empty() ? UINT64_MAX : m_far.front().ts;
     }
-    return m_far.empty() ? UINT64_MAX : m_far.front().ts;
+    // That bucket's earliest event is the earliest of all: far events lie
+    // beyond the ring.
+    const uint32_t s = static_cast<uint32_t>((m_cursor + 1 + hit) & m_mask);
+    const uint32_t n = m_count[s];
+    uint64_t ts = UINT64_MAX;
+    const Entry* in = &m_slab[std::size_t{s} * kSlots];
+    for (uint32_t i = 0; i < std::min(n, kSlots); ++i)
+    {
+        ts = std::min(ts, in[i].ts);
+    }
+    for (const Entry& e : m_spill[s])
+    {
+        ts = std::min(ts, e.ts);
+    }
+    return ts;
 }
 
 uint64_t

@@ -228,6 +228,9 @@ class TitaSimulatorImpl : public SimulatorImpl
     /// into the ring as it goes) and gathers it into m_cur; false if no event
     /// is left.
     bool Advance();
+    /// The first bucket holding events after the cursor, within one lap, as
+    /// its distance past cursor + 1; UINT32_MAX if there is none.
+    uint32_t NextOccupied() const;
     /// Moves bucket `slot`'s events to m_cur, sorted.
     void Gather(uint32_t slot);
     void FarPush(const Entry& e);

@@ -38,6 +38,24 @@ failures = []
 port_counter = [18700]
 
 
+def wait_pair(client, server, logs):
+    """Waits for the client, then the server (each killed after TIMEOUT);
+    ({"client": rc, "server": rc}, {name: its log's text}), the logs closed."""
+    rc = {}
+    for who, p in (("client", client), ("server", server)):
+        try:
+            rc[who] = p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc[who] = "timeout"
+    out = {}
+    for who, f in logs.items():
+        f.seek(0)
+        out[who] = f.read()
+        f.close()
+    return rc, out
+
+
 def need(binary):
     if shutil.which(binary) is None:
         print(f"SKIP: {binary} is not installed (ibverbs-utils, perftest)")
@@ -96,18 +114,7 @@ def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptiv
         time.sleep(0.05)
     time.sleep(0.2)  # and listens on it
     c = subprocess.Popen(tita("10.0.0.2", cli_vdev, progress=progress) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
-    rc = {}
-    for who, p in (("client", c), ("server", s)):
-        try:
-            rc[who] = p.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            rc[who] = "timeout"
-    out = {}
-    for who, f in (("server", log_s), ("client", log_c)):
-        f.seek(0)
-        out[who] = f.read()
-        f.close()
+    rc, out = wait_pair(c, s, {"server": log_s, "client": log_c})
     for who in ("server", "client"):
         bad = rc[who] != 0 if expect_rc == 0 else not (isinstance(rc[who], int) and rc[who] > 0)
         if bad:
@@ -644,18 +651,7 @@ def ucx_ud():
         cli = subprocess.Popen(tita("10.0.0.2", f"net_virtio_user0,path={sock},server=1") +
                                ["ucx_perftest", "127.0.0.1", "-p", port, "-t", test, "-s", size, "-n", iters],
                                stdout=logs["client"], stderr=subprocess.STDOUT, env=env)
-        rc = {}
-        for who, p in (("client", cli), ("server", srv)):
-            try:
-                rc[who] = p.wait(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                rc[who] = "timeout"
-        out = {}
-        for who, f in logs.items():
-            f.seek(0)
-            out[who] = f.read()
-            f.close()
+        rc, out = wait_pair(cli, srv, logs)
         for who in ("server", "client"):
             if rc[who] != 0:
                 tail = "\n    ".join(out[who].strip().splitlines()[-8:])
