@@ -606,16 +606,23 @@ TitaSimulatorImpl::RunUntil(uint64_t end)
         }
         const Entry next = PopMin();
         ++n;
-        m_currentTs = next.ts;
-        m_currentContext = next.context;
-        m_currentUid = static_cast<uint32_t>(next.seq);
-        m_currentKey = next.seq;
-        next.impl->Invoke();
-        next.impl->Unref();
+        Invoke(next);
     }
     m_eventCount += n;
     m_inRun = false;
     return n;
+}
+
+// The clock at the event, and the event run and released.
+void
+TitaSimulatorImpl::Invoke(const Entry& e)
+{
+    m_currentTs = e.ts;
+    m_currentContext = e.context;
+    m_currentUid = static_cast<uint32_t>(e.seq);
+    m_currentKey = e.seq;
+    e.impl->Invoke();
+    e.impl->Unref();
 }
 
 void
@@ -649,12 +656,7 @@ TitaSimulatorImpl::Run()
         const Entry next = PopMin();
         NS_ASSERT(next.ts >= m_currentTs);
         ++m_eventCount;
-        m_currentTs = next.ts;
-        m_currentContext = next.context;
-        m_currentUid = static_cast<uint32_t>(next.seq);
-        m_currentKey = next.seq;
-        next.impl->Invoke();
-        next.impl->Unref();
+        Invoke(next);
     }
 }
 

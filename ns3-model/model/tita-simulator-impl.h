@@ -224,6 +224,8 @@ class TitaSimulatorImpl : public SimulatorImpl
     void Insert(uint64_t ts, uint32_t context, EventImpl* event, const void* hint = nullptr);
     void Place(const Entry& e);
     Entry PopMin();
+    /// Sets the clock to the event's and runs it.
+    void Invoke(const Entry& e);
     /// Moves the cursor to the next bucket holding events (pulling far events
     /// into the ring as it goes) and gathers it into m_cur; false if no event
     /// is left.
