@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "pair.h"
@@ -470,6 +471,11 @@ TEST_F(Rules, MisalignedAtomicIsAnInvalidRequest) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, EventKind::kQpRequestError);
   EXPECT_EQ(events[0].qp_num, qpn);
+  // The event says which request and which rule, for the log line users read.
+  EXPECT_EQ(events[0].psn, kRqPsn);
+  EXPECT_EQ(events[0].opcode, static_cast<uint8_t>(Opcode::kFetchAdd));
+  ASSERT_NE(events[0].why, nullptr);
+  EXPECT_NE(std::string_view(events[0].why).find("aligned"), std::string_view::npos) << events[0].why;
 }
 
 TEST_F(Rules, AtomicsNeedAtomicAccessAndBounds) {
@@ -484,6 +490,8 @@ TEST_F(Rules, AtomicsNeedAtomicAccessAndBounds) {
   EXPECT_EQ(word(0x8000), 42u);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, EventKind::kQpAccessError);
+  ASSERT_NE(events[0].why, nullptr);
+  EXPECT_NE(std::string_view(events[0].why).find("atomic"), std::string_view::npos) << events[0].why;
 }
 
 TEST_F(Rules, AtomicBeyondTheRegionEndIsAnAccessError) {

@@ -599,8 +599,9 @@ def ucx():
         known = "invalid request local work queue error" in out[0] + out[1]
         if rc == [0, 0] or not known or attempt == 2:
             break
-        print("info ucx_perftest tag_bw: UCX aborted on tita0's IBV_EVENT_QP_REQ_ERR (the known open failure); "
-              "once more", flush=True)
+        why = [l.strip() for l in (out[0] + out[1]).splitlines() if "was refused:" in l]
+        print("info ucx_perftest tag_bw: UCX aborted on tita0's IBV_EVENT_QP_REQ_ERR (the known open failure: "
+              f"{why[0] if why else 'no refusal logged'}); once more", flush=True)
         subprocess.run(["ip", "link", "del", a], capture_output=True)
     if rc != [0, 0] or "Final:" not in out[1]:
         fail(f"ucx_perftest tag_bw: rc {rc}:\n{out[1][-1500:]}")

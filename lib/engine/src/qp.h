@@ -379,6 +379,11 @@ struct QpCold {
   uint32_t deferred_psn = 0;
   EchoCopy deferred_echo;
   EventKind closing_event = EventKind::kQpFatal;
+  // The request the responder refused last, and the rule it broke (a static
+  // string), for the async event that reports it.
+  const char* refused_why = nullptr;
+  uint32_t refused_psn = 0;
+  uint8_t refused_opcode = 0;
   uint32_t atomic_next = 0;
   cc::NpState np;  // CNP pacing: touched for CE-marked packets only
   RttProbe probe;  // the completer's

@@ -121,6 +121,17 @@ struct Responder {
     return e;
   }
 
+  // A request refused, with the rule it broke: kept on the QP for the async
+  // event that follows, so a user learns why (the PSN and opcode with it).
+  Step refuse(Step nak, const char* why) {
+    qp.cold.refused_why = why;
+    qp.cold.refused_psn = psn;
+    qp.cold.refused_opcode = static_cast<uint8_t>(pkt.bth().opcode);
+    return nak;
+  }
+  Step invalid(const char* why) { return refuse(Step::kNakInvalid, why); }
+  Step access(const char* why) { return refuse(Step::kNakAccess, why); }
+
   Step check_psn() {
     const int32_t d = psn_diff(psn, qp.resp.epsn);
     if (d < 0) return Step::kDuplicate;
@@ -229,18 +240,24 @@ struct Responder {
   Step check_op_sequence() {
     switch (qp.resp.in_message) {
       case InMessage::kSend:
-        return op.kind == wire::Kind::kSend && !op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
+        return op.kind == wire::Kind::kSend && !op.starts_message()
+                   ? Step::kCheckLength
+                   : invalid("a packet that does not continue the SEND in progress");
       case InMessage::kWrite:
-        return op.kind == wire::Kind::kWrite && !op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
+        return op.kind == wire::Kind::kWrite && !op.starts_message()
+                   ? Step::kCheckLength
+                   : invalid("a packet that does not continue the WRITE in progress");
       case InMessage::kNone:
-        return op.starts_message() ? Step::kCheckLength : Step::kNakInvalid;
+        return op.starts_message() ? Step::kCheckLength : invalid("a middle or last packet with no message in progress");
     }
-    return Step::kNakInvalid;
+    return invalid("a packet that does not continue the SEND in progress");
   }
 
   Step check_length() {
     const bool full = op.position == wire::Position::kFirst || op.position == wire::Position::kMiddle;
-    if (full ? len != qp.mtu() : len > qp.mtu()) return Step::kNakInvalid;
+    if (full ? len != qp.mtu() : len > qp.mtu()) {
+      return invalid(full ? "a first or middle packet whose payload is not the path MTU" : "a payload longer than the path MTU");
+    }
     return Step::kCheckResources;
   }
 
@@ -258,20 +275,20 @@ struct Responder {
       // with a protection error and the sender learns that we could not execute.
       m.complete(qp.recv_cq, {qp.resp.rq[qp.resp.rq_head].wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
       qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
-      return Step::kNakRemoteOp;
+      return refuse(Step::kNakRemoteOp, "a posted receive that is not writable memory of the QP's PD");
     }
     if (op.kind == wire::Kind::kSend && qp.resp.recv_offset + len > qp.resp.rq[qp.resp.rq_head].length) {
       // The message is longer than the posted buffer: the receive fails, the sender is told.
       m.complete(qp.recv_cq, {qp.resp.rq[qp.resp.rq_head].wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, false, 0, 0, qp.qpn});
       qp.resp.rq_head = (qp.resp.rq_head + 1) & qp.resp.rq_mask;
-      return Step::kNakInvalid;
+      return invalid("a SEND longer than the receive posted for it");
     }
     // READs and atomics hold a responder resource until answered. A replay
     // (a repeated READ answered anew) holds none: a new request takes its slot,
     // and the requester asks again if it still misses those responses.
     if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size() &&
         !drop_replay()) {
-      return Step::kNakInvalid;
+      return invalid("more READs and atomics outstanding than max_dest_rd_atomic");
     }
     return Step::kCheckAccess;
   }
@@ -280,8 +297,8 @@ struct Responder {
     if (op.kind == wire::Kind::kSend) return Step::kExecute;
     if (op.kind == wire::Kind::kWrite && !op.starts_message()) {
       // Middle and Last continue the checked range; Last must end it exactly.
-      if (len > qp.resp.write_remaining) return Step::kNakInvalid;
-      if (op.ends_message() && len != qp.resp.write_remaining) return Step::kNakInvalid;
+      if (len > qp.resp.write_remaining) return invalid("a WRITE longer than its RETH's length");
+      if (op.ends_message() && len != qp.resp.write_remaining) return invalid("a WRITE ending short of its RETH's length");
       mr = &m.mrs[qp.resp.write_mr];
       return Step::kExecute;
     }
@@ -291,30 +308,34 @@ struct Responder {
       mr = m.mr_by_key(a.rkey.get());
       if (mr == nullptr || mr->pd != qp.pd || !(mr->access & kAccessRemoteAtomic) ||
           !(qp.cold.attr.qp_access_flags & kAccessRemoteAtomic) || !mr->contains(va, sizeof(uint64_t))) {
-        return Step::kNakAccess;
+        return access("an atomic's R_Key, PD, access rights or address range");
       }
       // Atomics work on naturally aligned 64-bit words: a misaligned one is an
       // invalid request (IBA C9-? / rxe's misaligned-atomic NAK).
-      if (va % sizeof(uint64_t) != 0) return Step::kNakInvalid;
+      if (va % sizeof(uint64_t) != 0) return invalid("an atomic on a word not 8-byte aligned");
       return Step::kExecute;
     }
     const wire::Reth& reth = *pkt.reth();
     if (reth.dma_len.get() == 0) {
       // A zero-length READ or WRITE needs no valid R_Key or address (IBA C9-88).
       mr = nullptr;
-      if (op.kind == wire::Kind::kWrite && !op.ends_message()) return Step::kNakInvalid;
-      return len == 0 ? Step::kExecute : Step::kNakInvalid;
+      if (op.kind == wire::Kind::kWrite && !op.ends_message()) return invalid("a zero-length WRITE in several packets");
+      return len == 0 ? Step::kExecute : invalid("payload on a zero-length READ or WRITE");
     }
     const uint32_t want = op.kind == wire::Kind::kWrite ? kAccessRemoteWrite : kAccessRemoteRead;
     mr = m.mr_by_key(reth.rkey.get());
     if (mr == nullptr || mr->pd != qp.pd || !(mr->access & want) || !(qp.cold.attr.qp_access_flags & want) ||
         !mr->contains(reth.va.get(), reth.dma_len.get())) {
-      return Step::kNakAccess;
+      return access(mr == nullptr ? "an R_Key that names no memory region"
+                    : mr->pd != qp.pd ? "an R_Key of another protection domain"
+                    : !(mr->access & want) || !(qp.cold.attr.qp_access_flags & want)
+                        ? "remote access the memory region or QP does not allow"
+                        : "a range outside the memory region");
     }
     if (op.kind == wire::Kind::kWrite) {
       // First carries a full packet of a longer write; Only carries all of it.
       const uint32_t dma = reth.dma_len.get();
-      if (op.ends_message() ? len != dma : len >= dma) return Step::kNakInvalid;
+      if (op.ends_message() ? len != dma : len >= dma) return invalid("a WRITE whose first packet does not match its RETH's length");
     }
     return Step::kExecute;
   }
@@ -397,7 +418,9 @@ struct Responder {
     switch (op.kind) {
       case wire::Kind::kSend: {
         const RecvWqe& r = qp.resp.rq[qp.resp.rq_head];
-        if (!scatter(m, r, qp.pd, qp.resp.recv_offset, pkt.payload(), len)) return Step::kNakRemoteOp;
+        if (!scatter(m, r, qp.pd, qp.resp.recv_offset, pkt.payload(), len)) {
+          return refuse(Step::kNakRemoteOp, "a posted receive that is not writable memory of the QP's PD");
+        }
         qp.resp.recv_offset += len;
         qp.resp.in_message = op.ends_message() ? InMessage::kNone : InMessage::kSend;
         if (op.ends_message()) {
@@ -455,7 +478,7 @@ struct Responder {
         break;
       }
       default:
-        return Step::kNakInvalid;
+        return invalid("an opcode the responder does not serve");
     }
     if (qp.state == QpState::kRtr && !qp.cold.comm_est) {
       qp.cold.comm_est = true;  // the first request reached a QP that is not yet sending
@@ -636,7 +659,11 @@ void Engine::Impl::finish_deferred_ack(Qp& qp) {
 void Engine::Impl::fail_responder(Qp& qp, EventKind event) {
   qp.resp.closing = false;
   to_error(qp, WcStatus::kWrFlushErr);
-  raise(event, 0, qp.qpn);
+  Event e{event, 0, qp.qpn};
+  e.psn = qp.cold.refused_psn;
+  e.opcode = qp.cold.refused_opcode;
+  e.why = qp.cold.refused_why;
+  raise(e);
 }
 
 bool Engine::Impl::send_read_response(Qp& qp) {

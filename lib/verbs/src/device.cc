@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "tita/dpdk/telemetry.h"
+#include "tita/wire/opcode.h"
 
 namespace tita::verbs {
 
@@ -560,6 +561,13 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     ae.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
     d->post_async(context_of(it->second->srq.context), ae);
     return;
+  }
+  if (e.why != nullptr) {
+    // The responder refused a request: which one, and the rule it broke.
+    const std::string_view op = wire::opcode_info(e.opcode).name;
+    d->log(Config::Log::kError, "QP 0x%06x: %.*s: the request at PSN %u (%.*s) was refused: %s; the QP is in error",
+           e.qp_num, static_cast<int>(engine::to_string(e.kind).size()), engine::to_string(e.kind).data(), e.psn,
+           static_cast<int>(op.size()), op.data(), e.why);
   }
   auto it = d->qps_.find(e.qp_num);
   if (it == d->qps_.end()) return;

@@ -312,6 +312,10 @@ struct Event {
   uint8_t retries = 0;
   bool by_nak = false;
   uint32_t srq = 0;  // kSrqLimitReached
+  // kQpRequestError, kQpAccessError, kQpFatal from the responder: the refused
+  // request's PSN (in psn), its BTH opcode and the rule it broke (static text).
+  uint8_t opcode = 0;
+  const char* why = nullptr;
 };
 // Runs synchronously inside the engine call that raised the event; it must not
 // call back into the engine.
