@@ -81,6 +81,8 @@ ENGINE_SCALARS = {
     "host_rx_pfc_resumes": ("tita_host_pfc_resumes_received", "counter", "PFC frames that resumed a priority", 1),
     "host_pfc_held": ("tita_host_pfc_held_bursts", "counter",
                       "Transmit bursts in which a paused priority's frames waited", 1),
+    "host_tx_pfc_frames": ("tita_host_pfc_frames_sent", "counter",
+                           "PFC frames the host sent (only tita-perf --inject-fault pfc-storm sends any)", 1),
     "arp_requests_sent": ("tita_engine_arp_requests_sent", "counter", "ARP requests sent", 1),
     "arp_received": ("tita_engine_arp_received", "counter", "ARP requests for us and replies received", 1),
     "arp_failures": ("tita_engine_arp_failures", "counter", "Addresses that never answered ARP", 1),

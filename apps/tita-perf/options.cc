@@ -159,8 +159,9 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
                  "long (s; for tita-doctor)")->check(CLI::Range(0.0, 3600.0));
   app.add_option("--inject-fault", o->fault, "an application fault, for tita-doctor's tests: no-recv (server: post "
                  "no receives), bad-rkey (client: use a key the server never gave), bad-psn (start from another PSN "
-                 "than the one told to the peer)")
-      ->check(CLI::IsMember({"no-recv", "bad-rkey", "bad-psn"}));
+                 "than the one told to the peer), pfc-storm (send a PFC XOFF for the data's priority every millisecond, as "
+                 "a NIC with a wedged receive path does)")
+      ->check(CLI::IsMember({"no-recv", "bad-rkey", "bad-psn", "pfc-storm"}));
   if (const int rc = cli::parse(app, kTool, args); rc >= 0) return rc;
   o->mtu_given = app.count("--mtu") > 0;
   if (apply_engine_flags(engine_flags, &o->engine, &err) != 0) {

@@ -51,7 +51,7 @@ struct Options {
   bool arp = false;            // resolve the peer's MAC by ARP, not from the exchange
   std::string peer_gid;        // send to this GID instead of the one the peer reports
   double linger_s = 0;         // after a failed work request: keep the engine up this long
-  std::string fault;           // an injected application fault: no-recv, bad-rkey, bad-psn
+  std::string fault;           // an injected fault: no-recv, bad-rkey, bad-psn, pfc-storm
 };
 
 // Why a client's test cannot be served, or empty: the command line's limits

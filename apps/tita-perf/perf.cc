@@ -78,7 +78,9 @@ void Perf::setup_engine() {
         port_, k, cfg,
         dpdk::HostOptions{.zero_copy = o_.zero_copy,
                           .port_mac = o_.mac.empty(),
-                          .steering = o_.engines > 1 ? &lane.steering : nullptr});
+                          .steering = o_.engines > 1 ? &lane.steering : nullptr,
+                          // The data's priority (DSCP >> 3, as the switch classifies it), from one engine.
+                          .pfc_storm_priority = o_.fault == "pfc-storm" && k == 0 ? o_.dscp >> 3 : -1});
     lane.telemetry_id =
         dpdk::telemetry_publish(lane.host.get(), o_.engines > 1 ? role + " engine " + std::to_string(k) : role);
   }

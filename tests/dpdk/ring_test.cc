@@ -58,6 +58,7 @@ struct RingPair {
   std::unique_ptr<AlignedBuffer> mem[2];
   Endpoint ep[2];
   uint8_t traffic_class = 0;  // of both QPs
+  dpdk::HostOptions options[2];  // each host's (zero_copy comes from open())
 
   testing::AssertionResult open(const dpdk::PortConfig (&pc)[2], bool zero_copy, uint64_t bytes) {
     const auto [pa, pb] = ring_pair();
@@ -70,7 +71,9 @@ struct RingPair {
       EngineConfig cfg;
       cfg.gid = wire::Gid::from_ipv4(0x0a000001 + i);
       cfg.line_rate_bps = 10'000'000'000;
-      host[i] = std::make_unique<dpdk::EngineHost>(port[i], 0, cfg, dpdk::HostOptions{.zero_copy = zero_copy});
+      dpdk::HostOptions o = options[i];
+      o.zero_copy = zero_copy;
+      host[i] = std::make_unique<dpdk::EngineHost>(port[i], 0, cfg, o);
       Engine& e = host[i]->engine();
       mem[i] = std::make_unique<AlignedBuffer>(bytes);
       if (zero_copy && host[i]->register_memory(mem[i]->data, mem[i]->len, &err) != 0) {
@@ -241,6 +244,44 @@ TEST(DpdkPfc, APausedPriorityWaitsForItsResume) {
   run_for(2'000'000);
   EXPECT_TRUE(done());
   EXPECT_EQ(std::memcmp(r.ep[1].buf, r.ep[0].buf, 65536), 0);
+}
+
+// The pfc_storm_priority fault (tita-perf --inject-fault pfc-storm): B pauses
+// its link's priority 3 every millisecond, as a NIC with a wedged receive path
+// does; A, which honours PFC, sends B nothing on that priority while it lasts.
+TEST(DpdkPfc, AStormingHostPausesItsLinkForGood) {
+  dpdk::PortConfig pc;
+  RingPair r;
+  r.traffic_class = 26 << 2;  // priority 3
+  r.options[1].pfc_storm_priority = 3;
+  ASSERT_TRUE(r.open({pc, pc}, false, 1 << 20));
+  dpdk::TscClock clock;
+  auto run_for = [&](uint64_t ns) {
+    const uint64_t until = clock.now_ns() + ns;
+    while (clock.now_ns() < until) {
+      r.host[0]->poll_once(clock.now_ns());
+      r.host[1]->poll_once(clock.now_ns());
+    }
+  };
+  run_for(500'000);
+  Sge sge{reinterpret_cast<uint64_t>(r.ep[0].buf), 4096, r.ep[0].mr.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.rdma.remote_addr = reinterpret_cast<uint64_t>(r.ep[1].buf);
+  wr.rdma.rkey = r.ep[1].mr.rkey;
+  ASSERT_EQ(r.ep[0].eng->post_send(r.ep[0].qp, &wr, nullptr), 0);
+  run_for(10'000'000);
+  // About one XOFF a millisecond (the VM may deschedule the loop now and then).
+  EXPECT_GE(r.host[1]->counters().tx_pfc_frames, 5u);
+  // Each one arrived (the last may still be on the ring).
+  EXPECT_LE(r.host[0]->counters().rx_pfc_pauses, r.host[1]->counters().tx_pfc_frames);
+  EXPECT_GE(r.host[0]->counters().rx_pfc_pauses + 1, r.host[1]->counters().tx_pfc_frames);
+  EXPECT_EQ(r.host[1]->counters().rx_frames, 0u);  // the WRITE waits at A
+  WorkCompletion wc;
+  EXPECT_EQ(r.ep[0].eng->poll_cq(r.ep[0].cq, 1, &wc), 0);
+  EXPECT_EQ(r.host[0]->counters().tx_pfc_frames, 0u);  // a healthy host sends none
 }
 
 // Two engines per side, on two queues of one port pair, as two lcores would run

@@ -7,7 +7,8 @@ Usage: random_faults.py BUILD_DIR WORKDIR [--count N] [--seed S] [--kinds K,K,..
 Each draw picks one fault kind (the fault matrix of doc/operations.md, and
 kinds it does not list: ECN thresholds above the queue PFC allows, mixed
 congestion control on one bottleneck, a sender capped by its own rate, a
-half-rate link, a wrong DSCP on one host, a receiver slower than its senders;
+half-rate link, a wrong DSCP on one host, a receiver slower than its senders,
+a PFC storm from one host;
 and, now and then, no fault at all), its host and port and its parameters at
 random, builds the 2-to-1 incast of doctor_test.py (tita-switch and three
 tita-perf processes, real DPDK processes on vhost-user ports) with it, runs
@@ -213,6 +214,15 @@ def k_slow_receiver(rng):
             [{"question": "performance", "check": "cpu", "where": RX}])
 
 
+def k_pfc_storm(rng):
+    p = rng.choice(range(dt.SENDERS + 1))
+    storm = ["--inject-fault", "pfc-storm"]
+    who = RX if p == dt.SENDERS else tx(p)
+    args = dict(receiver=storm) if p == dt.SENDERS else dict(sender=one_sender(p, storm))
+    return (f"a PFC storm from {who}", dict(switch_cfg=dt.GOOD, **args),
+            [{"question": "configuration", "check": "pfc_storm", "where": port(p)}])
+
+
 def k_none(rng):
     return ("no fault", dict(switch_cfg=dt.GOOD), None)
 
@@ -222,7 +232,8 @@ MATRIX = {"ecn-off": k_ecn_off, "pfc-off": k_pfc_off, "dscp-mismatch": k_dscp_al
           "unrouted-peer": k_unrouted, "arp-through-switch": k_arp, "wrong-rkey": k_rkey,
           "receiver-not-ready": k_no_recv, "psn-mismatch": k_psn, "cpu-starved-sender": k_starved_sender}
 NEW = {"ecn-above-reach": k_ecn_above_reach, "mixed-cc": k_mixed_cc, "self-capped": k_self_capped,
-       "half-rate-link": k_half_rate_link, "wrong-dscp-one-host": k_dscp_one, "slow-receiver": k_slow_receiver}
+       "half-rate-link": k_half_rate_link, "wrong-dscp-one-host": k_dscp_one, "slow-receiver": k_slow_receiver,
+       "pfc-storm": k_pfc_storm}
 KINDS = dict(MATRIX, **NEW, healthy=k_none)
 
 

@@ -196,6 +196,25 @@ bool EngineHost::on_pfc(uint64_t now_ns, const rte_mbuf* m) {
   return true;  // MAC control frames are the link's, never the engine's
 }
 
+void EngineHost::send_pfc_storm(uint64_t now_ns) {
+  storm_next_ns_ = now_ns + kPfcStormEveryNs;
+  if (pending_count() == pending_.size()) return;  // the next poll tries again
+  rte_mbuf* m = rte_pktmbuf_alloc(port_.pool());
+  if (m == nullptr) {
+    ++counters_.tx_no_mbuf;
+    return;
+  }
+  fabric::PfcInfo info;
+  const auto prio = static_cast<uint8_t>(options_.pfc_storm_priority);
+  info.class_enable = static_cast<uint8_t>(1u << prio);
+  info.quanta[prio] = 0xffff;
+  const uint32_t len = fabric::build_pfc_frame(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m),
+                                               engine_->config().mac, info);
+  m->data_len = m->pkt_len = static_cast<uint16_t>(len);
+  pending_push(m);
+  ++counters_.tx_pfc_frames;
+}
+
 bool EngineHost::paused(const rte_mbuf* m) const {
   static const fabric::ClassifyConfig kNicDefault;  // PCP if tagged, else DSCP >> 3
   fabric::FrameRef f;
@@ -337,6 +356,7 @@ uint32_t EngineHost::poll_once(uint64_t now_ns) {
     counters_.rx_from_inbox += got;
     counters_.rx_frames += got;
   }
+  if (options_.pfc_storm_priority >= 0 && now_ns >= storm_next_ns_) [[unlikely]] send_pfc_storm(now_ns);
   flush();  // room first, so the engine's step can use the whole burst
   engine_->poll(now_ns);
   flush();

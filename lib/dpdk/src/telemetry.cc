@@ -123,6 +123,7 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "host_rx_pfc_pauses", hc.rx_pfc_pauses);
   u64(d, "host_rx_pfc_resumes", hc.rx_pfc_resumes);
   u64(d, "host_pfc_held", hc.pfc_held);
+  u64(d, "host_tx_pfc_frames", hc.tx_pfc_frames);
   return 0;
 }
 

@@ -55,7 +55,14 @@ struct HostOptions {
   // priority's frames wait (the others go on); its priority is the frame's PCP
   // when tagged, else DSCP >> 3 (lib/fabric's classification, the NIC default).
   bool honour_pfc = true;
+  // A fault, for tita-doctor's tests: from the first poll on, this host sends
+  // an XOFF (quanta 0xffff) for this 802.1p priority every kPfcStormEveryNs,
+  // as a NIC whose receive path is wedged does (a PFC storm). -1: off; tita's
+  // hosts send no PFC frames otherwise.
+  int pfc_storm_priority = -1;
 };
+
+inline constexpr uint64_t kPfcStormEveryNs = 1'000'000;
 
 // A poll this much later than the engine asked for counts as late (HostCounters).
 inline constexpr uint64_t kLatePollNs = 1'000'000;
@@ -78,6 +85,7 @@ struct HostCounters {
   uint64_t rx_pfc_pauses = 0;   // PFC frames that paused a priority (XOFF)
   uint64_t rx_pfc_resumes = 0;  // ... that resumed one (quanta 0)
   uint64_t pfc_held = 0;        // transmit bursts in which a paused priority's frames waited
+  uint64_t tx_pfc_frames = 0;   // PFC frames sent (only the pfc_storm_priority fault sends any)
   // Polls that came more than kLatePollNs after the engine's next deadline (a
   // send, ACK or timer it asked to be polled for): the host was not running.
   uint64_t late_polls = 0;
@@ -138,6 +146,7 @@ class EngineHost final : public engine::PacketIo {
   void deliver(uint64_t now_ns, rte_mbuf* m);
   void share_with_others(rte_mbuf* m);  // an ARP frame: a reference to every other engine's inbox
   bool on_pfc(uint64_t now_ns, const rte_mbuf* m);  // true: m was a PFC frame (consumed)
+  void send_pfc_storm(uint64_t now_ns);             // the pfc_storm_priority fault
   bool paused(const rte_mbuf* m) const;
 
   Port& port_;
@@ -158,6 +167,7 @@ class EngineHost final : public engine::PacketIo {
   uint64_t last_poll_tsc_ = 0;      // and when that was, in TSC cycles
   fabric::PauseState pause_;        // PFC from the link (ns)
   std::vector<rte_mbuf*> pfc_go_, pfc_wait_;  // flush()'s partition while paused
+  uint64_t storm_next_ns_ = 0;      // the pfc_storm_priority fault's next XOFF
 };
 
 }  // namespace tita::dpdk
