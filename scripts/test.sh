@@ -9,7 +9,7 @@ meson test -C build --print-errorlogs
 
 echo "== unit tests under ASan + UBSan"
 if [ ! -f build-san/build.ninja ]; then
-  meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
+  meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false -Ddebug=true -Doptimization=1 \
     -Dfuzz=disabled -Dbenchmarks=disabled -Ddpdk=disabled -Dns3=disabled
 fi
 ninja -C build-san

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sanitized.h"
 #include "scripted_peer.h"
 #include "tita/engine/engine.h"
 #include "tita/wire/frame.h"
@@ -474,7 +475,7 @@ class FastPathDiff {
 
 TEST(FastPath, SameOutcomeAsTheGeneralPath) {
   uint64_t fast = 0, completions = 0, emitted = 0, restarts = 0;
-  constexpr int kSeeds = 200, kSteps = 1500;
+  constexpr int kSeeds = tita::test::rounds(200, 8), kSteps = 1500;  // 25 seeds under the sanitizers
   for (int seed = 1; seed <= kSeeds; ++seed) {
     FastPathDiff d(static_cast<uint64_t>(seed));
     for (int i = 0; i < kSteps; ++i) {

@@ -176,6 +176,12 @@ def perftest(vm):
                                                       [prog, "-d", "rxe0", "-x", "1", *common, HOST_FROM_VM])
                 report = vout
             bw = bw_of(report)
+            if ok and not bw and bw_of(out if report is vout else vout):
+                # perftest in the TCG VM now and then times its run from a TSC
+                # it misreads and prints 0.00 where both sides completed every
+                # message: the other side's figure, said so.
+                bw = bw_of(out if report is vout else vout)
+                print(f"{name}: the client printed 0.00 MB/s (both exited 0); the server's figure:", flush=True)
             if ok and not bw:
                 fail(f"{name}: no bandwidth reported:\n    {tail(report)}")
             elif bw:
@@ -290,8 +296,17 @@ def rxe_client_case(scenario, op):
     responder under loss and corruption. rxe's READs from tita, and rxe's
     requests under reordering, take 45-100 s each here (rxe goes back to the
     first missing packet and resends all after it, 7-33x the packets: issue 29's
-    open part) and are measured by scripts/interop/impair-table.py instead."""
-    return op != "READ" and not scenario.startswith("reorder")
+    open part) and are measured by scripts/interop/impair-table.py instead;
+    SEND (its responder path is WRITE's with a receive) is left to it too, to
+    keep the CI run in its time."""
+    return op in ("WRITE", "ATOMIC") and not scenario.startswith("reorder")
+
+
+def tita_client_case(scenario, op):
+    """tita as the requester: every operation, but SEND under reordering (its
+    requester path is WRITE's, which runs; 38 s here). The CI run stays under
+    its time; impair-table.py measures every cell."""
+    return not (op == "SEND" and scenario.startswith("reorder"))
 
 
 def impair_group(vm):
@@ -303,7 +318,7 @@ def impair_group(vm):
         impair.set_netem(vm, impair.SCENARIOS[scenario])
         for op in ("READ", "WRITE", "SEND", "ATOMIC"):
             for client in ("tita", "rxe"):
-                if client == "rxe" and not rxe_client_case(scenario, op):
+                if not (rxe_client_case if client == "rxe" else tita_client_case)(scenario, op):
                     continue
                 port += 1
                 name = f"impair {scenario}: {op} {client} client"
