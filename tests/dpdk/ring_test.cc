@@ -60,6 +60,27 @@ struct RingPair {
   uint8_t traffic_class = 0;  // of both QPs
   dpdk::HostOptions options[2];  // each host's (zero_copy comes from open())
 
+  // Polls both hosts for ns of the TSC clock.
+  void run_for(uint64_t ns) {
+    dpdk::TscClock clock;
+    const uint64_t until = clock.now_ns() + ns;
+    while (clock.now_ns() < until) {
+      host[0]->poll_once(clock.now_ns());
+      host[1]->poll_once(clock.now_ns());
+    }
+  }
+  // A WRITE of the first len bytes of A's buffer to B's.
+  int post_write(uint32_t len) {
+    Sge sge{reinterpret_cast<uint64_t>(ep[0].buf), len, ep[0].mr.lkey};
+    SendWr wr;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.rdma.remote_addr = reinterpret_cast<uint64_t>(ep[1].buf);
+    wr.rdma.rkey = ep[1].mr.rkey;
+    return ep[0].eng->post_send(ep[0].qp, &wr, nullptr);
+  }
+
   testing::AssertionResult open(const dpdk::PortConfig (&pc)[2], bool zero_copy, uint64_t bytes) {
     const auto [pa, pb] = ring_pair();
     if (pa < 0 || pb < 0) return testing::AssertionFailure() << "rte_eth_from_rings";
@@ -197,24 +218,9 @@ TEST(DpdkPfc, APausedPriorityWaitsForItsResume) {
     ASSERT_EQ(fabric::build_pfc_frame(p, fabric::kPfcFrameBytes, r.port[1].mac(), info), fabric::kPfcFrameBytes);
     ASSERT_EQ(r.port[1].tx(0, &m, 1), 1);
   };
-  dpdk::TscClock clock;
-  auto run_for = [&](uint64_t ns) {
-    const uint64_t until = clock.now_ns() + ns;
-    while (clock.now_ns() < until) {
-      r.host[0]->poll_once(clock.now_ns());
-      r.host[1]->poll_once(clock.now_ns());
-    }
-  };
   auto write = [&](uint8_t fill) {
     std::memset(r.ep[0].buf, fill, 65536);
-    Sge sge{reinterpret_cast<uint64_t>(r.ep[0].buf), 65536, r.ep[0].mr.lkey};
-    SendWr wr;
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.rdma.remote_addr = reinterpret_cast<uint64_t>(r.ep[1].buf);
-    wr.rdma.rkey = r.ep[1].mr.rkey;
-    ASSERT_EQ(r.ep[0].eng->post_send(r.ep[0].qp, &wr, nullptr), 0);
+    ASSERT_EQ(r.post_write(65536), 0);
   };
   auto done = [&] {
     WorkCompletion wc;
@@ -224,24 +230,24 @@ TEST(DpdkPfc, APausedPriorityWaitsForItsResume) {
   };
   // Paused on priority 3 for 0xffff quanta (3.4 ms at the ring port's 10 Gb/s): nothing arrives.
   pfc(3, 0xffff);
-  run_for(200'000);
+  r.run_for(200'000);
   write(0x5a);
-  run_for(1'000'000);
+  r.run_for(1'000'000);
   EXPECT_EQ(r.host[1]->counters().rx_frames, 0u);
   EXPECT_FALSE(done());
   EXPECT_EQ(r.host[0]->counters().rx_pfc_pauses, 1u);
   EXPECT_GT(r.host[0]->counters().pfc_held, 0u);
   // The resume releases it: the WRITE completes, its bytes intact.
   pfc(3, 0);
-  run_for(2'000'000);
+  r.run_for(2'000'000);
   EXPECT_TRUE(done());
   EXPECT_EQ(r.host[0]->counters().rx_pfc_resumes, 1u);
   EXPECT_EQ(std::memcmp(r.ep[1].buf, r.ep[0].buf, 65536), 0);
   // A pause for another priority (4) holds nothing back.
   pfc(4, 0xffff);
-  run_for(200'000);
+  r.run_for(200'000);
   write(0xa5);
-  run_for(2'000'000);
+  r.run_for(2'000'000);
   EXPECT_TRUE(done());
   EXPECT_EQ(std::memcmp(r.ep[1].buf, r.ep[0].buf, 65536), 0);
 }
@@ -255,24 +261,9 @@ TEST(DpdkPfc, AStormingHostPausesItsLinkForGood) {
   r.traffic_class = 26 << 2;  // priority 3
   r.options[1].pfc_storm_priority = 3;
   ASSERT_TRUE(r.open({pc, pc}, false, 1 << 20));
-  dpdk::TscClock clock;
-  auto run_for = [&](uint64_t ns) {
-    const uint64_t until = clock.now_ns() + ns;
-    while (clock.now_ns() < until) {
-      r.host[0]->poll_once(clock.now_ns());
-      r.host[1]->poll_once(clock.now_ns());
-    }
-  };
-  run_for(500'000);
-  Sge sge{reinterpret_cast<uint64_t>(r.ep[0].buf), 4096, r.ep[0].mr.lkey};
-  SendWr wr;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.rdma.remote_addr = reinterpret_cast<uint64_t>(r.ep[1].buf);
-  wr.rdma.rkey = r.ep[1].mr.rkey;
-  ASSERT_EQ(r.ep[0].eng->post_send(r.ep[0].qp, &wr, nullptr), 0);
-  run_for(10'000'000);
+  r.run_for(500'000);
+  ASSERT_EQ(r.post_write(4096), 0);
+  r.run_for(10'000'000);
   // About one XOFF a millisecond (the VM may deschedule the loop now and then).
   EXPECT_GE(r.host[1]->counters().tx_pfc_frames, 5u);
   // Each one arrived (the last may still be on the ring).

@@ -250,7 +250,7 @@ struct Responder {
       case InMessage::kNone:
         return op.starts_message() ? Step::kCheckLength : invalid("a middle or last packet with no message in progress");
     }
-    return invalid("a packet that does not continue the SEND in progress");
+    return invalid("a packet out of its message's sequence");
   }
 
   Step check_length() {
@@ -324,14 +324,12 @@ struct Responder {
     }
     const uint32_t want = op.kind == wire::Kind::kWrite ? kAccessRemoteWrite : kAccessRemoteRead;
     mr = m.mr_by_key(reth.rkey.get());
-    if (mr == nullptr || mr->pd != qp.pd || !(mr->access & want) || !(qp.cold.attr.qp_access_flags & want) ||
-        !mr->contains(reth.va.get(), reth.dma_len.get())) {
-      return access(mr == nullptr ? "an R_Key that names no memory region"
-                    : mr->pd != qp.pd ? "an R_Key of another protection domain"
-                    : !(mr->access & want) || !(qp.cold.attr.qp_access_flags & want)
-                        ? "remote access the memory region or QP does not allow"
-                        : "a range outside the memory region");
+    if (mr == nullptr) return access("an R_Key that names no memory region");
+    if (mr->pd != qp.pd) return access("an R_Key of another protection domain");
+    if (!(mr->access & want) || !(qp.cold.attr.qp_access_flags & want)) {
+      return access("remote access the memory region or QP does not allow");
     }
+    if (!mr->contains(reth.va.get(), reth.dma_len.get())) return access("a range outside the memory region");
     if (op.kind == wire::Kind::kWrite) {
       // First carries a full packet of a longer write; Only carries all of it.
       const uint32_t dma = reth.dma_len.get();
