@@ -277,13 +277,19 @@ def rates(a):
     check(one["gbps"] <= 1.05 * a.link_gbps, f"one path: {one['gbps']:.2f} Gb/s, at most its link's "
                                              f"{a.link_gbps:g} Gb/s (the shaper holds)")
     # Checked: the sprayed QP moves more than one link can (the shaper holds a
-    # link to 1.05x its rate, as the one-path run shows), so both links carry
-    # it; reported: the ratio to one path and how near it comes to the links'
-    # sum (spurious resends of packets late behind a link's queue take a few
-    # percent; doc/multipath.md).
-    check(many["gbps"] >= 1.2 * a.link_gbps,
-          f"sprayed: {many['gbps']:.2f} Gb/s, at least 1.2x one link's {a.link_gbps:g} Gb/s: more than one link "
+    # link to 1.05x its rate, as the one-path run shows; 1.1x leaves a margin
+    # above that), and each link carries a real share of its frames, so both
+    # links carry it; reported: the ratio to one path and how near it comes to
+    # the links' sum (spurious resends of packets late behind a link's queue
+    # take a few percent; doc/multipath.md). The CI machine once moved only
+    # 1.19x one link, a quarter of the frames on the second (the hosts' poll
+    # loops descheduled), which the former 1.2x bound called a failure.
+    check(many["gbps"] >= 1.1 * a.link_gbps,
+          f"sprayed: {many['gbps']:.2f} Gb/s, at least 1.1x one link's {a.link_gbps:g} Gb/s: more than one link "
           f"carries ({many['gbps'] / max(one['gbps'], 1e-9):.2f}x the QP on one path)")
+    frames = many["links_tx_packets"] or [0, 0]
+    check(min(frames) >= 0.1 * max(sum(frames), 1),
+          f"sprayed: each link carried at least 10% of the frames ({frames})")
     print(f"info sprayed: {many['gbps']:.2f} Gb/s, {many['gbps'] / (2 * a.link_gbps):.0%} of both links' "
           f"{2 * a.link_gbps:g} Gb/s; links' frames {many['links_tx_packets']}", flush=True)
     with open(os.path.join(a.work, "result.json"), "w") as f:
