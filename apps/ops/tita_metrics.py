@@ -42,6 +42,8 @@ QP_SCALARS = {
                               "Requests received ahead of the expected PSN", 1),
     "read_rerequests": ("tita_qp_read_rerequests", "counter", "READ requests asked again (a hole, or the rest after a timeout)", 1),
     "loss_window_cuts": ("tita_qp_loss_window_cuts", "counter", "Losses and timeouts that cut the loss window", 1),
+    "tail_probes": ("tita_qp_tail_probes", "counter",
+                    "Silent tails resent after a few round trips, before the IBA timeout", 1),
     "retry_exceeded": ("tita_qp_retry_exceeded", "counter", "QPs that ended in RETRY_EXC_ERR (no progress for retry_cnt tries)", 1),
     "read_jobs_dropped": ("tita_qp_read_jobs_dropped", "counter",
                           "READ answers dropped behind a READ a go-back-N peer asked again", 1),

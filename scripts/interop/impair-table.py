@@ -37,6 +37,7 @@ def cell(r):
     ratio = f"{r['ratio']:.2f}x" if r.get("ratio") is not None else ""
     t = r["tita"]
     to = f", {t['timeouts']} timeouts" if t.get("timeouts") else ""
+    to += f", {t['tail_probes']} tail probes" if t.get("tail_probes") else ""
     return f"{ratio} {mb}{to}".strip()
 
 
@@ -45,7 +46,7 @@ def render(before, after):
     a = {(r["scenario"], r["op"], r["client"]): r for r in after["runs"]}
     keys = sorted(set(a) | set(b), key=lambda k: (list(impair.SCENARIOS).index(k[0]), k[1], k[2]))
     print(f"Before: {before['label']} ({before['when']}); after: {after['label']} ({after['when']}).")
-    print("Each cell: data packets sent / packets needed, perftest's MB/s, tita's timeouts.\n")
+    print("Each cell: data packets sent / packets needed, perftest's MB/s, tita's timeouts and tail probes.\n")
     print("| scenario | operation | client | before | after |")
     print("|---|---|---|---|---|")
     for k in keys:

@@ -7,7 +7,7 @@
 namespace tita::cc::test {
 namespace {
 
-static_assert(sizeof(LossWindow) <= 24);
+static_assert(sizeof(LossWindow) <= 28);
 
 TEST(LossWindow, UnlimitedUntilTheFirstLoss) {
   LossWindow w;
@@ -98,6 +98,60 @@ TEST(LossWindow, AtThreePercentLossTheFlightStaysSmall) {
   EXPECT_TRUE(w.on());
   EXPECT_LE(largest_late, 40u);
   EXPECT_GE(largest_late, 4u);
+}
+
+TEST(LossWindow, StartedItSlowStartsFromSixteenAndStaysOn) {
+  LossWindow w;
+  w.start();
+  EXPECT_TRUE(w.on());
+  EXPECT_TRUE(w.started());
+  EXPECT_FALSE(w.in_episode());
+  EXPECT_EQ(w.window(), LossWindow::kInitialPackets);
+  EXPECT_FALSE(w.allows(16));
+  w.on_acked(16);  // slow start: doubles a window
+  EXPECT_EQ(w.window(), 32u);
+  w.on_acked(1'000'000);
+  EXPECT_EQ(w.window(), 1'000'032u);
+  w.on_acked(LossWindow::kMaxPackets);
+  w.on_acked(LossWindow::kMaxPackets);
+  EXPECT_EQ(w.window(), LossWindow::kMaxPackets);  // no further, never off
+  EXPECT_TRUE(w.on());
+}
+
+TEST(LossWindow, StartedItStaysOnAfterTheEpisode) {
+  LossWindow w;
+  w.start();
+  w.on_acked(16);  // 32
+  EXPECT_TRUE(w.on_loss(32));
+  EXPECT_EQ(w.window(), 16u);
+  EXPECT_TRUE(w.in_episode());
+  // Additive increase back to twice the cut (32): the episode is over, the
+  // window stays on and keeps growing by one a window.
+  for (uint32_t k = 16; k < 32; ++k) w.on_acked(k);
+  EXPECT_EQ(w.window(), 32u);
+  EXPECT_FALSE(w.in_episode());
+  EXPECT_TRUE(w.on());
+  w.on_acked(32);
+  EXPECT_EQ(w.window(), 33u);
+  // The next loss is a new episode, cut from the window.
+  EXPECT_TRUE(w.on_loss(33));
+  EXPECT_EQ(w.window(), 16u);
+  EXPECT_TRUE(w.in_episode());
+}
+
+TEST(LossWindow, AStartedWindowGoesOffWhenThePeerTurnsOutToBeTita) {
+  LossWindow w;
+  w.start();
+  w.peer_is_tita();  // no loss yet: off at once
+  EXPECT_FALSE(w.on());
+  EXPECT_FALSE(w.started());
+  LossWindow v;
+  v.start();
+  v.on_loss(16);  // window 8, in an episode: off when it ends, as if a loss had switched it on
+  v.peer_is_tita();
+  EXPECT_TRUE(v.on());
+  for (uint32_t k = 8; k < 16; ++k) v.on_acked(k);
+  EXPECT_FALSE(v.on());
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ class Protocol : public test::ScriptedPeerTest {
  protected:
   void SetUp() override { make(Recovery::kGoBackN); }
 
-  void make(Recovery recovery, uint32_t ack_req_every = 1000, uint32_t ooo_slots = 8192) {
+  void make(Recovery recovery, uint32_t ack_req_every = 1000, uint32_t ooo_slots = 8192, uint8_t timeout = 4) {
     EngineConfig cfg;
     cfg.ack_req_every = ack_req_every;
     cfg.ooo_slots = ooo_slots;
@@ -34,7 +34,7 @@ class Protocol : public test::ScriptedPeerTest {
     QpAttr a;
     a.min_rnr_timer = 3;
     a.recovery = recovery;
-    a.timeout = 4;  // 65.5 us
+    a.timeout = timeout;  // 4: 65.5 us
     a.retry_cnt = 2;
     a.rnr_retry = 1;
     open(cfg, a);
@@ -201,6 +201,94 @@ TEST_F(Protocol, TimeoutRetransmitsThenFailsWithRetryExceeded) {
   eng->query_qp(qpn, &a);
   EXPECT_EQ(a.qp_state, QpState::kError);
   EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 3u);
+}
+
+// The peer echoes no timestamp (rxe, a RoCE NIC): the requester times its own
+// probes. With perftest's timeout of 14 (67 ms), a WRITE whose tail and ACK
+// vanish is resent from its first unacknowledged PSN after a few round trips
+// (3 x 50 us, raised to the 200 us floor), once; then the IBA timeout runs.
+TEST_F(Protocol, ASilentTailIsProbedAfterAFewRoundTripsNotTheTimeout) {
+  make(Recovery::kGoBackN, 1000, 8192, 14);
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 1024), 0);  // PSN 100, the RTT probe
+  EXPECT_EQ(sent().size(), 1u);
+  advance(50'000);
+  deliver(from_peer(Opcode::kAck, 100));  // 50 us
+  EXPECT_EQ(eng->qp_counters(qpn)->rtt_samples, 1u);
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 4096, 2), 0);  // PSN 101..104
+  EXPECT_EQ(sent().size(), 4u);
+  advance(199'000);
+  EXPECT_TRUE(sent().empty());
+  advance(2'000);
+  // Expect: 101..104 again, each asking for an ACK; a probe, not a timeout.
+  auto f = sent();
+  ASSERT_EQ(f.size(), 4u);
+  for (uint32_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(f[k].psn(), 101u + k);
+    EXPECT_TRUE(f[k].bth().ack_requested());
+  }
+  const QpCounters& c = *eng->qp_counters(qpn);
+  EXPECT_EQ(c.tail_probes, 1u);
+  EXPECT_EQ(c.timeouts, 0u);
+  // Expect: no second probe without progress; the 67.1 ms timeout resends,
+  // in a loss window of 2 (a timeout restarts it from there).
+  advance(67'000'000);
+  EXPECT_TRUE(sent().empty());
+  advance(200'000);
+  f = sent();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].psn(), 101u);
+  EXPECT_EQ(c.timeouts, 1u);
+  EXPECT_EQ(c.tail_probes, 1u);
+  deliver(from_peer(Opcode::kAck, 104));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+}
+
+// The same for a READ whose last responses vanish: its clock is the time a
+// READ request took to its first response; the probe asks again from the
+// first missing response.
+TEST_F(Protocol, AReadsSilentTailIsAskedAgainAfterAFewRoundTrips) {
+  make(Recovery::kGoBackN, 1000, 8192, 14);
+  ASSERT_EQ(post(WrOpcode::kRdmaRead, 0, 1024), 0);  // PSN 100
+  EXPECT_EQ(sent().size(), 1u);
+  advance(40'000);
+  deliver(from_peer(Opcode::kReadResponseOnly, kSqPsn, 1024));  // 40 us
+  ASSERT_EQ(post(WrOpcode::kRdmaRead, 0, 4 * 1024, 2), 0);  // PSNs 101..104
+  EXPECT_EQ(sent().size(), 1u);
+  deliver(from_peer(Opcode::kReadResponseFirst, kSqPsn + 1, 1024));
+  deliver(from_peer(Opcode::kReadResponseMiddle, kSqPsn + 2, 1024));
+  advance(199'000);
+  EXPECT_TRUE(sent().empty());
+  advance(2'000);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), static_cast<uint8_t>(Opcode::kReadRequest));
+  EXPECT_EQ(f[0].psn(), kSqPsn + 3);
+  EXPECT_EQ(f[0].reth()->va.get(), 0x7000u + 2 * 1024);
+  EXPECT_EQ(f[0].reth()->dma_len.get(), 2u * 1024);
+  EXPECT_EQ(eng->qp_counters(qpn)->tail_probes, 1u);
+  EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 0u);
+  EXPECT_EQ(eng->qp_counters(qpn)->rtt_samples, 0u);  // READ timings stay out of congestion control
+  deliver(from_peer(Opcode::kReadResponseMiddle, kSqPsn + 3, 1024));
+  deliver(from_peer(Opcode::kReadResponseLast, kSqPsn + 4, 1024));
+  auto wc = completions();
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[1].status, WcStatus::kSuccess);
+}
+
+// An IBA timeout below the probe's 200 us floor (4: 65.5 us) runs alone.
+TEST_F(Protocol, NoTailProbeWithTheTimeoutBelowItsFloor) {
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 1024), 0);
+  EXPECT_EQ(sent().size(), 1u);
+  advance(10'000);
+  deliver(from_peer(Opcode::kAck, 100));
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 2048, 2), 0);
+  EXPECT_EQ(sent().size(), 2u);
+  advance(66'000);
+  EXPECT_EQ(sent().size(), 2u);
+  EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 1u);
+  EXPECT_EQ(eng->qp_counters(qpn)->tail_probes, 0u);
 }
 
 TEST_F(Protocol, TimeoutCoversALoneOnePacketMessage) {

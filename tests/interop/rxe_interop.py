@@ -24,7 +24,7 @@ impair    1 MiB READ, WRITE, SEND and atomics, 16
           corruption (rxe_client_case), and ibv_rc_pingpong -c both ways
           under each: every run completes (a pingpong left with its last
           ACK lost after the peer exited runs once more: impair.py), tita as requester sends (or, for
-          READs, has rxe send) at most 8x the packets needed, and netem's
+          READs, has rxe send) at most 4x the packets needed, and netem's
           counters show the impairment on both qdiscs
 
 Exits 77 (skipped, with the reason) only where the VM cannot run: not root, or
@@ -275,8 +275,9 @@ def cc(vm):
                                               ["ib_write_bw", "-d", "tita0", "-x", "0", *common, "127.0.0.1"],
                                               extra=("--cc", algo, "--rate-gbps", "10", "--base-rtt-us", "1000",
                                                      "--log", "info"), timeout=240)
-        m = re.search(r"sent (\d+) packets \((\d+) retransmitted.*?(\d+) RTT samples", out)
-        sent, retx, samples = (int(g) for g in m.groups()) if m else (0, 0, 0)
+        tot = qp_totals(out)
+        sent = sum(int(n) for n in re.findall(r"QP 0x\w+: sent (\d+) packets", out))
+        retx, samples = tot["retransmitted"], tot["RTT samples"]
         bw = bw_of(out)
         if ok and not bw:
             fail(f"{name}: no bandwidth reported")
@@ -285,17 +286,18 @@ def cc(vm):
             print(f"{name}: {results[name]}", flush=True)
             if bw < 1.0:
                 fail(f"{name}: {bw} MB/s: the algorithm starved without tita's feedback")
+            if ok and samples == 0:
+                fail(f"{name}: no RTT sample: rxe echoes no timestamp, the requester's own probes give them")
 
 
 IMPAIR_SCENARIOS = ("loss 3%", "reorder 25%", "corrupt 1%")
 IMPAIR_ITERS = 16  # perftest iterations per run (no fewer than the 16 outstanding)
-# Against rxe's go-back-N responder each loss costs tita about its loss
-# window in resends, so the ratio follows how many packets the emulated VM
-# lets queue: 1.2x-2.6x here, 3.4x (3% loss) and 5.8x (1% corruption, 8
-# timeouts) on the CI machine, 5.7x with no netem at all when the VM's receive
-# path overflows (doc/interop.md). The bound is for what issue 29 removed: a
-# retransmission storm, 20x-300x the packets.
-MAX_RATIO = 8.0
+# Issue 29's goal is 3x at 3% loss; measured 1.1x-1.7x in every scenario here
+# since the loss window starts small for a peer not known to be tita and the
+# tail-loss probe (doc/interop.md). 4x leaves room for a slower VM (the CI
+# machine once gave twice this machine's ratios) and still catches a storm
+# (20x-300x before the loss window, 11x with no netem before slow start).
+MAX_RATIO = 4.0
 
 
 def rxe_client_case(scenario, op):

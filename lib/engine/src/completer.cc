@@ -90,6 +90,7 @@ struct Completer {
       for (uint32_t p = old_una; p != una; p = psn_add(p, 1)) bit_clear(qp.cold.sacked, p & (m.cfg.sr_window - 1));
     }
     qp.comp.rnr_left = qp.cold.attr.rnr_retry;
+    qp.comp.probed = false;
     // The loss window grows by what snd_una passed, READ responses included
     // (they count once their part, and every part before it, is complete).
     if (!qp.selective()) qp.loss().on_acked(psn_distance(una, old_una));
@@ -113,6 +114,7 @@ struct Completer {
   void progress() {
     qp.comp.retry_left = qp.cold.attr.retry_cnt;
     qp.comp.backoff = 0;
+    qp.comp.probed = false;
     m.arm_rto(qp);
   }
 
@@ -140,11 +142,11 @@ struct Completer {
         s.hops[i].tx_bytes = h[i].tx_bytes.get();
         s.hops[i].qlen_bytes = h[i].qlen_bytes.get();
       }
-    } else if (qp.cold.probe.armed && psn_before(qp.cold.probe.psn, qp.comp.snd_una)) {
+    } else if (qp.cold.probe.armed && !qp.cold.probe.read && psn_before(qp.cold.probe.psn, qp.comp.snd_una)) {
       // No echo: the ACK of our probe is the sample (it holds the responder's
       // ACK turnaround, as a NIC's completion timestamps do).
       s.rtt_ns = static_cast<uint32_t>(std::clamp<uint64_t>(m.now_ns - qp.cold.probe.sent_ns, 1, UINT32_MAX));
-      qp.cold.probe.armed = false;
+      m.probe_answered(qp, s.rtt_ns);
       sampled = true;
     }
     if (sampled) {
@@ -301,6 +303,12 @@ struct Completer {
         check_replay(*p, bit);
       }
       return;
+    }
+    if (qp.cold.probe.armed && qp.cold.probe.read && !psn_before(psn, qp.cold.probe.psn)) {
+      // The probed request's first response, or one after it (which voids
+      // the probe: its first response is late or lost, Karn).
+      if (psn == qp.cold.probe.psn) m.probe_answered(qp, m.now_ns - qp.cold.probe.sent_ns);
+      qp.cold.probe.armed = false;
     }
     const uint32_t i = p->wqe;
     SendWqe& w = qp.req.sq[i];
@@ -491,12 +499,35 @@ void Engine::Impl::arm_rto(Qp& qp) {
   }
   // Local ACK timeout: 4.096 us * 2^timeout, doubled per consecutive timeout.
   const uint32_t shift = std::min<uint32_t>(qp.cold.attr.timeout + qp.comp.backoff, 31);
-  qp.comp.rto_deadline_ns = now_ns + (uint64_t{4096} << shift);
+  const uint64_t rto = uint64_t{4096} << shift;
+  // Tail-loss probe, towards a go-back-N peer not known to be tita (the loss
+  // window started for it): when the last packets of a flight or their ACKs
+  // are lost, nothing behind them brings a sequence NAK, and the IBA timeout
+  // (67 ms at perftest's 14, doubling) would be all that is left. Once per
+  // progress, the first wait is a few measured round trips instead; what it
+  // resends a duplicate-aware responder ACKs again (IBA 9.9.1.1), so an early
+  // probe costs at most a loss window of resends.
+  const uint64_t srtt = qp.cold.probe.srtt_ns;
+  const bool probe = !qp.selective() && qp.loss().started() && !qp.comp.probed && srtt != 0;
+  const uint64_t pto = std::max({kTailProbeMinNs, kTailProbeRtts * srtt, srtt + 4 * qp.cold.probe.rttvar_ns});
+  qp.comp.tail_probe = probe && pto < rto;
+  qp.comp.rto_deadline_ns = now_ns + (qp.comp.tail_probe ? pto : rto);
 }
 
 void Engine::Impl::on_timeout(Qp& qp) {
   qp.comp.rto_deadline_ns = kNever;
   if (qp.comp.snd_una == qp.req.snd_max) return;
+  if (qp.comp.tail_probe) {
+    // Not a timeout: no retry spent, no backoff; a loss for the loss window.
+    qp.comp.tail_probe = false;
+    qp.comp.probed = true;
+    ++qp.cold.counters.tail_probes;
+    qp.flow.on_loss(now_ns, {qp.req.nxt_bytes - qp.comp.una_bytes, qp.inflight_bytes()});
+    if (qp.loss().on_loss(loss_in_flight(qp))) ++qp.cold.counters.loss_window_cuts;
+    rewind(qp, qp.comp.snd_una);
+    arm_rto(qp);
+    return;
+  }
   ++qp.cold.counters.timeouts;
   if (qp.comp.retry_left == 0) {
     retry_exceeded(qp, kNil, false);
@@ -541,12 +572,26 @@ void Engine::Impl::on_rnr_wait_over(Qp& qp) {
   if (qp.cold.path) qp.cold.path->progress_ns = now_ns;  // the wait was the responder's request, not a stall
 }
 
-void Engine::Impl::probe_sent(Qp& qp, uint32_t psn) {
+void Engine::Impl::probe_sent(Qp& qp, uint32_t psn, bool read) {
   RttProbe& p = qp.cold.probe;
   if (qp.peer_tita || p.armed) return;  // a tita peer echoes a timestamp in every ACK
   p.armed = true;
+  p.read = read;
   p.psn = psn;
   p.sent_ns = now_ns;
+}
+
+void Engine::Impl::probe_answered(Qp& qp, uint64_t rtt_ns) {
+  RttProbe& p = qp.cold.probe;
+  p.armed = false;
+  if (p.srtt_ns == 0) {  // RFC 6298, 2.2 and 2.3
+    p.srtt_ns = rtt_ns;
+    p.rttvar_ns = rtt_ns / 2;
+    return;
+  }
+  const uint64_t err = p.srtt_ns > rtt_ns ? p.srtt_ns - rtt_ns : rtt_ns - p.srtt_ns;
+  p.rttvar_ns = (3 * p.rttvar_ns + err) / 4;
+  p.srtt_ns = (7 * p.srtt_ns + rtt_ns) / 8;
 }
 
 void Engine::Impl::probe_void_from(Qp& qp, uint32_t psn) {

@@ -393,7 +393,7 @@ struct Engine::Impl {
   // READ parts (requester.cc, "READ parts")
   uint32_t part_limit(const Qp& qp) const;
   uint32_t loss_in_flight(const Qp& qp) const;
-  bool loss_allows(const Qp& qp) const;
+  bool loss_allows(const Qp& qp, bool read = false) const;
   ReadPart* part_holding(Qp& qp, uint32_t psn);
   void ask_part(Qp& qp, ReadPart& p, uint32_t from, uint32_t len, bool again);
   void send_part(Qp& qp, SendWqe& w);
@@ -429,7 +429,8 @@ struct Engine::Impl {
   void on_rnr_wait_over(Qp& qp);
   // The requester sent an AckReq packet: an RTT probe, if none is out and the
   // peer echoes no telemetry; `resent`: a PSN from psn on goes out again (Karn).
-  void probe_sent(Qp& qp, uint32_t psn);
+  void probe_sent(Qp& qp, uint32_t psn, bool read = false);
+  void probe_answered(Qp& qp, uint64_t rtt_ns);
   void probe_void_from(Qp& qp, uint32_t psn);
 
   // ---- responder.cc: writes qp.resp

@@ -124,7 +124,7 @@ bool Engine::Impl::receive_fast(const uint8_t* frame, uint32_t len) {
     return false;
   }
   // From here on as receive_frame() goes on after its checks.
-  if (pkt.trailer_len != 0 && !qp->peer_tita) qp->peer_tita = true;  // the general path would set it too
+  if (pkt.trailer_len != 0 && !qp->peer_tita) qp->learn_peer_tita();  // the general path would too
   if (ack) {
     ++qp->cold.counters.rx_packets;
     complete_response(*qp, pkt);

@@ -288,6 +288,10 @@ void Engine::Impl::qp_to_rtr(Qp& qp) {
   qp.cold.udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp.qpn, q.dest_qp_num);
   qp.loopback = cfg.loopback && q.ah_attr.dgid == cfg.gid;
   if (q.peer_tita) qp.peer_tita = true;
+  // A go-back-N QP whose peer is not known to be tita may face a responder
+  // that drops what arrives faster than it takes in (rxe): its flight starts
+  // small (cc/loss_window.h). Selective repeat is configured for a tita peer.
+  if (!qp.peer_tita && !qp.sr) qp.cold.loss.start();
   qp.state = QpState::kRtr;
   resolve(qp);      // the peer's MAC: given, known, or asked for by ARP
   path_at_rtr(qp);  // builds hdr (and resp_hdr) with the dodge value the port carries

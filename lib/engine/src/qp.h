@@ -281,6 +281,12 @@ struct ReqState {
 };
 
 // ---- completer (completer.cc)
+// Tail-loss probe (Engine::Impl::arm_rto): the first wait after progress is
+// this many smoothed round trips or RFC 6298's srtt + 4 rttvar, whichever is
+// longer, never shorter than kTailProbeMinNs (a responder's ACK turnaround and
+// a host's scheduling hiccups are not loss).
+inline constexpr uint64_t kTailProbeRtts = 3;
+inline constexpr uint64_t kTailProbeMinNs = 200'000;
 struct CompState {
   uint32_t sq_head = 0;    // oldest WR not completed
   uint32_t snd_una = 0;    // oldest unacknowledged PSN
@@ -300,6 +306,8 @@ struct CompState {
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
   uint8_t backoff = 0;
+  bool tail_probe = false;  // rto_deadline_ns is a tail-loss probe's (arm_rto)
+  bool probed = false;      // a tail-loss probe went since the last progress
 };
 
 // RTT measured by the completer toward a peer that echoes no telemetry (rxe,
@@ -308,8 +316,13 @@ struct CompState {
 // sample. Once per round trip: cold.
 struct RttProbe {
   bool armed = false;
+  // A READ request's, timed to its first response: for the tail-loss probe's
+  // clock only (a READ's answer time is not the path's RTT for congestion control).
+  bool read = false;
   uint32_t psn = 0;
   uint64_t sent_ns = 0;
+  uint64_t srtt_ns = 0;    // smoothed (RFC 6298: 1/8 per sample): the tail-loss probe's clock
+  uint64_t rttvar_ns = 0;  // and its variation (1/4 per sample)
 };
 
 // ---- responder (responder.cc)
@@ -478,6 +491,12 @@ struct Qp : QpHot {
   uint64_t inflight_bytes() const { return req.nxt_bytes - comp.una_bytes; }
   cc::LossWindow& loss() { return cold.loss; }
   const cc::LossWindow& loss() const { return cold.loss; }
+  // The peer's first trailer: it is tita (selective repeat if configured, and
+  // the loss window started for an unknown peer goes off).
+  void learn_peer_tita() {
+    peer_tita = true;
+    cold.loss.peer_is_tita();
+  }
 };
 
 // What a QP's per-packet state may take (issue 17: 64k QPs per engine).

@@ -79,7 +79,7 @@ void Engine::Impl::receive_frame(const uint8_t* frame, uint32_t len) {
     return;
   }
   ++qp->cold.counters.rx_packets;
-  if (pkt.trailer_len != 0 && !qp->peer_tita) [[unlikely]] qp->peer_tita = true;
+  if (pkt.trailer_len != 0 && !qp->peer_tita) [[unlikely]] qp->learn_peer_tita();
   const wire::OpcodeInfo& op = *pkt.op;
   if (op.kind == wire::Kind::kCnp) {
     on_cnp(*qp);

@@ -82,7 +82,7 @@ bool Engine::Impl::can_send_new(const Qp& qp) const {
     // A part asked before is asked again (go-back-N) in the resource it holds;
     // a new one needs a free one. Two parts may always be open, whatever the
     // loss window: the responses of the second show the first's lost tail.
-    if (!loss_allows(qp) && qp.parts_open() >= kMinReadParts) return false;
+    if (!loss_allows(qp, /*read=*/true) && qp.parts_open() >= kMinReadParts) return false;
     if (w.started && psn_distance(qp.req.snd_nxt, w.first_psn) < w.asked_pkts) return true;
     return qp.parts_open() < part_limit(qp);
   }
@@ -109,8 +109,12 @@ uint32_t Engine::Impl::loss_in_flight(const Qp& qp) const {
   return qp.comp.read_in_flight + after;
 }
 
-bool Engine::Impl::loss_allows(const Qp& qp) const {
-  return qp.selective() || qp.loss().allows(loss_in_flight(qp));
+// READ parts are held back only in a loss episode: the responses after a
+// hole are kept and only the hole is asked again, so a started window (a peer
+// not known to be tita) would only slow a clean READ down.
+bool Engine::Impl::loss_allows(const Qp& qp, bool read) const {
+  if (qp.selective() || (read && !qp.loss().in_episode())) return true;
+  return qp.loss().allows(loss_in_flight(qp));
 }
 
 bool Engine::Impl::has_work(const Qp& qp) const {
@@ -165,14 +169,15 @@ uint64_t Engine::Impl::seq_position(const Qp& qp, uint32_t psn) const {
 bool Engine::Impl::ack_request_wanted(const Qp& qp, const SendWqe& w, uint32_t psn, uint32_t len,
                                       bool last) const {
   if (qp.req.ack_every <= 1 || psn % qp.req.ack_every == 0) return true;
-  // After a loss (the loss window on), every packet asks: a lost ACK then
-  // costs nothing, where it would cost a timeout with the window full.
-  if (!qp.selective() && qp.loss().on()) return true;
+  // After a loss (a loss episode), every packet asks: a lost ACK then costs
+  // nothing, where it would cost a timeout with the window full.
+  if (!qp.selective() && qp.loss().in_episode()) return true;
   const uint32_t next_wr = (static_cast<uint32_t>(&w - qp.req.sq) + 1) & (qp.sq_size() - 1);
   if (last && next_wr == qp.req.sq_tail) return true;
   if (qp.req.asked && !psn_before(qp.req.asked_psn, qp.comp.snd_una)) return false;  // its ACK will open the window
   const uint32_t outstanding = psn_distance(psn_add(psn, 1), qp.comp.snd_una);
   if (outstanding >= kMaxOutstandingPsns || (qp.selective() && outstanding >= cfg.sr_window)) return true;
+  if (!qp.selective() && qp.loss().on() && !qp.loss().allows(loss_in_flight(qp) + 1)) return true;
   return qp.inflight_bytes() + len >= qp.flow.cwnd_bytes();
 }
 
@@ -291,7 +296,7 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
   ++qp.cold.counters.tx_data_packets;
   qp.cold.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.cold.counters.retransmitted_packets;
-  if (f.ack_req && !retransmission && !w.needs_response()) probe_sent(qp, psn);
+  if (!retransmission && (w.needs_response() ? w.is_read() : f.ack_req)) probe_sent(qp, psn, w.needs_response());
   if (qp.cold.path) path_on_send(qp, len);
   qp.flow.on_send(now_ns, len);
   pace(qp, frame_bytes);
@@ -419,7 +424,7 @@ void Engine::Impl::send_part(Qp& qp, SendWqe& w) {
     return;
   }
   uint32_t n = std::min(kReadPartPackets, w.npkts - off);
-  if (qp.loss().on() && !qp.selective()) {
+  if (qp.loss().in_episode() && !qp.selective()) {
     const uint32_t in_flight = loss_in_flight(qp);
     const uint32_t room = qp.loss().window() > in_flight ? qp.loss().window() - in_flight : 0;
     n = std::min(n, std::max(kMinReadPartPackets, room));

@@ -493,11 +493,12 @@ void Device::report_qp(uint32_t lane, uint32_t qpn) {
   if (k == nullptr || k->tx_packets + k->rx_packets == 0) return;
   auto ul = [](uint64_t v) { return static_cast<unsigned long>(v); };
   log(Config::Log::kInfo,
-      "QP 0x%06x: sent %lu packets (%lu payload bytes, %lu retransmitted, %lu timeouts, %lu NAK-seq received), "
+      "QP 0x%06x: sent %lu packets (%lu payload bytes, %lu retransmitted, %lu timeouts, %lu tail probes, "
+      "%lu NAK-seq received), "
       "received %lu (%lu payload bytes, %lu duplicates, %lu out of order, %lu NAK-seq sent), %lu RNR NAKs received, "
       "%lu CNPs received, %lu RTT samples (last %.1f us), %lu INT records; cc %s",
       qpn, ul(k->tx_packets), ul(k->tx_payload_bytes), ul(k->retransmitted_packets), ul(k->timeouts),
-      ul(k->nak_seq_received), ul(k->rx_packets), ul(k->rx_payload_bytes), ul(k->duplicates_received), ul(k->out_of_order_received), ul(k->nak_seq_sent),
+      ul(k->tail_probes), ul(k->nak_seq_received), ul(k->rx_packets), ul(k->rx_payload_bytes), ul(k->duplicates_received), ul(k->out_of_order_received), ul(k->nak_seq_sent),
       ul(k->rnr_nak_received), ul(k->cnps_received), ul(k->rtt_samples), static_cast<double>(k->last_rtt_ns) / 1e3,
       ul(k->int_records_received), cfg_.cc.c_str());
 }

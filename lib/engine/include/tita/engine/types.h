@@ -219,6 +219,7 @@ struct QpCounters {
   uint64_t out_of_order_received = 0;
   uint64_t read_rerequests = 0;      // READ requests asked again (a part's hole, or its rest after a timeout)
   uint64_t loss_window_cuts = 0;     // losses and timeouts that cut the loss window (cc/loss_window.h)
+  uint64_t tail_probes = 0;          // early resends of a silent tail, before the IBA timeout (engine.md)
   // The QP ended in RETRY_EXC_ERR: retry_cnt timeouts (or sequence NAKs) in a
   // row without progress (0 or 1; the verbs layer logs the cause once).
   uint64_t retry_exceeded = 0;
@@ -370,6 +371,7 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("out_of_order_received", q.out_of_order_received);
   f("read_rerequests", q.read_rerequests);
   f("loss_window_cuts", q.loss_window_cuts);
+  f("tail_probes", q.tail_probes);
   f("retry_exceeded", q.retry_exceeded);
   f("read_jobs_dropped", q.read_jobs_dropped);
   f("sr_fallbacks", q.sr_fallbacks);
