@@ -139,6 +139,17 @@ TEST(LossWindow, StartedItStaysOnAfterTheEpisode) {
   EXPECT_TRUE(w.in_episode());
 }
 
+TEST(LossWindow, StartingAWindowALossSwitchedOnKeepsIt) {
+  LossWindow w;
+  w.on_loss(40);  // window 20, in an episode
+  w.start();
+  EXPECT_EQ(w.window(), 20u);
+  EXPECT_TRUE(w.started());
+  for (uint32_t k = 20; k < 40; ++k) w.on_acked(k);
+  EXPECT_TRUE(w.on());  // the episode is over, the window stays
+  EXPECT_FALSE(w.in_episode());
+}
+
 TEST(LossWindow, AStartedWindowGoesOffWhenThePeerTurnsOutToBeTita) {
   LossWindow w;
   w.start();

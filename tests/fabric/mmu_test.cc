@@ -58,7 +58,9 @@ TEST(Mmu, PerPortHeadroomAndAlphaAsTheHpccSimulatorSizesThem) {
   for (int i = 0; i < 200; ++i) {
     const Admission a = m.admit(0, 1, 3, 1000);
     dropped |= !a.admitted;
-    if (!a.admitted) EXPECT_EQ(a.reason, DropReason::kHeadroomFull);
+    if (!a.admitted) {
+      EXPECT_EQ(a.reason, DropReason::kHeadroomFull);
+    }
   }
   headroom = m.headroom_used(0, 3);
   EXPECT_TRUE(m.paused(0, 3));

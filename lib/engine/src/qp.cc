@@ -290,7 +290,9 @@ void Engine::Impl::qp_to_rtr(Qp& qp) {
   if (q.peer_tita) qp.peer_tita = true;
   // A go-back-N QP whose peer is not known to be tita may face a responder
   // that drops what arrives faster than it takes in (rxe): its flight starts
-  // small (cc/loss_window.h). Selective repeat is configured for a tita peer.
+  // small (cc/loss_window.h). Selective repeat is configured for a tita peer
+  // (complete_response starts the window if the peer turns out otherwise).
+  qp.cold.loss.reset();
   if (!qp.peer_tita && !qp.sr) qp.cold.loss.start();
   qp.state = QpState::kRtr;
   resolve(qp);      // the peer's MAC: given, known, or asked for by ARP

@@ -104,11 +104,13 @@ class LossWindow {
     }
   }
 
-  // On from kInitialPackets in slow start, to stay (a peer not known to be tita).
+  // On from kInitialPackets in slow start, to stay (a peer not known to be
+  // tita); a window a loss switched on already stays on as it is.
   void start() {
-    reset();
-    window_ = kInitialPackets;
-    ssthresh_ = kOff;
+    if (!on()) {
+      window_ = kInitialPackets;
+      ssthresh_ = kOff;
+    }
     started_ = true;
   }
 
