@@ -953,6 +953,7 @@ class TitaGoldenTraceTestCase : public TestCase
             at.ah_attr.dgid = wire::Gid::from_ipv4(peer->m_myIp.Get());
             peer->GetMacAddress().CopyTo(at.ah_attr.dmac);
             at.timeout = 0; // no RTO in this script
+            at.peer_tita = true; // as the NIC connects its QPs (the script plays a tita peer)
             NS_TEST_ASSERT_MSG_EQ(eng::connect_rc(nic->GetEngine(), s.qpn, at, &err), 0, err);
         }
         nic->SetCc(s.qpn, m_cc, {});
