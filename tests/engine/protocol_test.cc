@@ -60,6 +60,15 @@ class Protocol : public test::ScriptedPeerTest {
     eng->poll(now);
   }
 
+  // A timer's edge: nothing goes out for `quiet` ns, then within `then` ns
+  // more something does; returns that.
+  std::vector<wire::Packet> sent_after(uint64_t quiet, uint64_t then) {
+    advance(quiet);
+    EXPECT_TRUE(sent().empty()) << "sent before " << quiet << " ns";
+    advance(then);
+    return sent();
+  }
+
   std::vector<WorkCompletion> completions() {
     std::vector<WorkCompletion> out(64);
     out.resize(static_cast<size_t>(eng->poll_cq(cq, 64, out.data())));
@@ -182,10 +191,7 @@ TEST_F(Protocol, TimeoutRetransmitsThenFailsWithRetryExceeded) {
   ASSERT_EQ(post(WrOpcode::kSend, 0, 10, 2), 0);
   EXPECT_EQ(sent().size(), 2u);
   // timeout 4: 65.536 us, doubling per timeout; retry_cnt 2.
-  advance(65'000);
-  EXPECT_TRUE(sent().empty());
-  advance(1'000);
-  auto f = sent();
+  auto f = sent_after(65'000, 1'000);
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].psn(), 100u);
   advance(131'072);
@@ -216,11 +222,8 @@ TEST_F(Protocol, ASilentTailIsProbedAfterAFewRoundTripsNotTheTimeout) {
   EXPECT_EQ(eng->qp_counters(qpn)->rtt_samples, 1u);
   ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 4096, 2), 0);  // PSN 101..104
   EXPECT_EQ(sent().size(), 4u);
-  advance(199'000);
-  EXPECT_TRUE(sent().empty());
-  advance(2'000);
   // Expect: 101..104 again, each asking for an ACK; a probe, not a timeout.
-  auto f = sent();
+  auto f = sent_after(199'000, 2'000);
   ASSERT_EQ(f.size(), 4u);
   for (uint32_t k = 0; k < 4; ++k) {
     EXPECT_EQ(f[k].psn(), 101u + k);
@@ -231,10 +234,7 @@ TEST_F(Protocol, ASilentTailIsProbedAfterAFewRoundTripsNotTheTimeout) {
   EXPECT_EQ(c.timeouts, 0u);
   // Expect: no second probe without progress; the 67.1 ms timeout resends,
   // in a loss window of 2 (a timeout restarts it from there).
-  advance(67'000'000);
-  EXPECT_TRUE(sent().empty());
-  advance(200'000);
-  f = sent();
+  f = sent_after(67'000'000, 200'000);
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].psn(), 101u);
   EXPECT_EQ(c.timeouts, 1u);
@@ -258,10 +258,7 @@ TEST_F(Protocol, AReadsSilentTailIsAskedAgainAfterAFewRoundTrips) {
   EXPECT_EQ(sent().size(), 1u);
   deliver(from_peer(Opcode::kReadResponseFirst, kSqPsn + 1, 1024));
   deliver(from_peer(Opcode::kReadResponseMiddle, kSqPsn + 2, 1024));
-  advance(199'000);
-  EXPECT_TRUE(sent().empty());
-  advance(2'000);
-  auto f = sent();
+  auto f = sent_after(199'000, 2'000);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].opcode(), static_cast<uint8_t>(Opcode::kReadRequest));
   EXPECT_EQ(f[0].psn(), kSqPsn + 3);
@@ -294,11 +291,8 @@ TEST_F(Protocol, NoTailProbeWithTheTimeoutBelowItsFloor) {
 TEST_F(Protocol, TimeoutCoversALoneOnePacketMessage) {
   ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 10), 0);
   EXPECT_EQ(sent().size(), 1u);
-  advance(65'000);
-  EXPECT_TRUE(sent().empty());
-  advance(1'000);
   // Expect: the WRITE again at 65.536 us, though nothing was outstanding when it left.
-  auto f = sent();
+  auto f = sent_after(65'000, 1'000);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].psn(), 100u);
   EXPECT_EQ(eng->qp_counters(qpn)->timeouts, 1u);
@@ -309,10 +303,7 @@ TEST_F(Protocol, RnrNakWaitsForTheTimerThenRetries) {
   sent();
   syndrome = wire::aeth::rnr_nak(1);  // 10 us
   deliver(from_peer(Opcode::kAck, 100));
-  advance(9'000);
-  EXPECT_TRUE(sent().empty());
-  advance(1'000);
-  auto f = sent();
+  auto f = sent_after(9'000, 1'000);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].psn(), 100u);
   // rnr_retry 1: a second RNR NAK ends it.

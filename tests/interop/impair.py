@@ -85,9 +85,12 @@ def rxe_counters(vm):
 
 
 def tita_qp_totals(text):
-    """Sums of the per-QP lines tita-run logs at --log info when a QP is destroyed."""
-    keys = {"sent": r"sent (\d+) packets", "retransmitted": r"(\d+) retransmitted", "timeouts": r"(\d+) timeouts", "tail_probes": r"(\d+) tail probes",
-            "received": r"received (\d+)", "duplicates": r"(\d+) duplicates", "out_of_order": r"(\d+) out of order"}
+    """Sums of the per-QP lines tita-run logs at --log info when a QP is destroyed
+    (lib/verbs/src/device.cc, Device::report_qp)."""
+    keys = {"sent": r"sent (\d+) packets", "retransmitted": r"(\d+) retransmitted", "timeouts": r"(\d+) timeouts",
+            "tail_probes": r"(\d+) tail probes", "received": r"received (\d+)", "duplicates": r"(\d+) duplicates",
+            "out_of_order": r"(\d+) out of order", "rtt_samples": r"(\d+) RTT samples",
+            "int_records": r"(\d+) INT records", "cnps_received": r"(\d+) CNPs received"}
     tot = dict.fromkeys(keys, 0)
     for line in text.splitlines():
         if "QP 0x" not in line:

@@ -38,6 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import impair  # noqa: E402
 import rxe_vm  # noqa: E402
 
 BUILD, WORK = sys.argv[1], sys.argv[2]
@@ -212,20 +213,6 @@ def data(vm, tag="", sizes_max=1 << 20, timeout=300, port=18540, extra=()):
     return "\n".join(outs)
 
 
-def qp_totals(text):
-    """Sums the per-QP counters tita logs at --log info when a QP is destroyed."""
-    keys = ("retransmitted", "timeouts", "duplicates", "RTT samples", "INT records", "CNPs received")
-    tot = dict.fromkeys(keys, 0)
-    for line in text.splitlines():
-        if "QP 0x" not in line:
-            continue
-        for k in keys:
-            m = re.search(r"(\d+) " + k, line)
-            if m:
-                tot[k] += int(m.group(1))
-    return tot
-
-
 def netem(vm, loss_pct):
     nic = vm.run(["cat", "/run/tita-data-nic"])["out"].strip()
     script = (f"tc qdisc del dev {nic} root 2>/dev/null; tc qdisc del dev {nic} ingress 2>/dev/null; "
@@ -253,7 +240,7 @@ def loss(vm):
         t0 = time.time()
         out = data(vm, tag=f" {pct}% loss each way", sizes_max=262144, timeout=600, port=18540 + pct,
                    extra=("--log", "info"))
-        drops, tot = netem_drops(vm), qp_totals(out)
+        drops, tot = netem_drops(vm), impair.tita_qp_totals(out)
         print(f"  netem dropped {drops} (egress, ingress); tita: {tot}", flush=True)
         if len(drops) != 2 or min(drops) == 0:
             fail(f"{pct}% loss: netem dropped {drops}: the loss was not applied both ways")
@@ -275,9 +262,8 @@ def cc(vm):
                                               ["ib_write_bw", "-d", "tita0", "-x", "0", *common, "127.0.0.1"],
                                               extra=("--cc", algo, "--rate-gbps", "10", "--base-rtt-us", "1000",
                                                      "--log", "info"), timeout=240)
-        tot = qp_totals(out)
-        sent = sum(int(n) for n in re.findall(r"QP 0x\w+: sent (\d+) packets", out))
-        retx, samples = tot["retransmitted"], tot["RTT samples"]
+        tot = impair.tita_qp_totals(out)
+        sent, retx, samples = tot["sent"], tot["retransmitted"], tot["rtt_samples"]
         bw = bw_of(out)
         if ok and not bw:
             fail(f"{name}: no bandwidth reported")
@@ -319,7 +305,6 @@ def tita_client_case(scenario, op):
 
 
 def impair_group(vm):
-    import impair
     impair.BUILD = BUILD
     impair.pin_neighbour(vm)
     port = 18500  # rxe_vm.FORWARDED: 18500-18559 (servers exit after each run, so other groups reuse them too)
