@@ -257,16 +257,25 @@ int read_ecn(const Obj& p, fabric::PortConfig* port, std::string* err) {
   return 0;
 }
 
-// A port's "faults" object: random loss, delay and a black-holed flow.
+// A port's "faults" object: random loss, delay (some of it overtaken), RoCE
+// corruption and a black-holed flow.
 int read_faults(const Obj& p, fabric::PortConfig* port, std::string* err) {
   fabric::PortConfig& pc = *port;
   Obj f(p.at("faults"), p.path("faults"), err);
-  if (!f.only({"drop_probability", "drop_all", "delay_us", "black_hole"})) return -EINVAL;
+  if (!f.only({"drop_probability", "drop_all", "delay_us", "reorder_probability", "corrupt_probability",
+               "black_hole"})) {
+    return -EINVAL;
+  }
   f.num("drop_probability", &pc.fault.drop_probability, 0, 1);
   f.flag("drop_all", &pc.fault.drop_all);
   double delay_us = 0;
   f.num("delay_us", &delay_us, 0, 10e6);
   pc.fault.delay_ns = static_cast<uint64_t>(delay_us * 1000 + 0.5);
+  f.num("reorder_probability", &pc.fault.reorder_probability, 0, 1);
+  if (f.ok() && pc.fault.reorder_probability > 0 && pc.fault.delay_ns == 0) {
+    f.fail("reorder_probability", "needs delay_us: the reordered packets overtake the delayed ones");
+  }
+  f.num("corrupt_probability", &pc.fault.corrupt_probability, 0, 1);
   if (f.ok() && f.has("black_hole")) {
     Obj b(f.at("black_hole"), f.path("black_hole"), err);
     if (!b.only({"src", "dst", "sport", "dport", "proto"})) return -EINVAL;

@@ -455,6 +455,9 @@ TitaSwitchNode::SetPortUp(uint16_t port, bool up)
 void
 TitaSwitchNode::SetFault(uint16_t port, const fab::FaultConfig& fault)
 {
+    NS_ABORT_MSG_IF(fault.corrupt_probability > 0,
+                    "TitaSwitchNode: corrupt_probability is a fault of real frames (tita-switch): the "
+                    "simulated hosts do not verify the ICRC, so a flipped PSN would not be caught");
     m_core.set_fault(port, fault);
 }
 

@@ -3,6 +3,7 @@
 // and every frame that leaves is checked to parse with a valid ICRC.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <memory>
 
@@ -447,6 +448,80 @@ TEST(Switch, DelayLine) {
   EXPECT_EQ(h.sw.next_event_ns(1, 10'000), 10'500u);
   EXPECT_FALSE(h.take(1, 10'500).empty());
   EXPECT_TRUE(h.sw.idle());
+}
+
+TEST(Switch, ReorderedPacketsOvertakeTheDelayLine) {
+  SwitchConfig c = four_ports();
+  c.ports[1].fault.delay_ns = 10'000;
+  c.ports[1].fault.reorder_probability = 0.25;
+  Harness h;
+  ASSERT_EQ(h.init(c), 0);
+  four_routes(h);
+  // Packet i has a payload of 100 + i % 800 bytes: its length says which it was.
+  constexpr int kPackets = 2000;
+  size_t delivered = 0;
+  uint64_t early = 0;  // packet i out at its own arrival: sent ahead of the line
+  for (int i = 0; i < kPackets; ++i) {
+    Spec s;
+    s.payload = 100 + static_cast<uint32_t>(i % 800);
+    const uint64_t t = static_cast<uint64_t>(i) * 1000;
+    ASSERT_EQ(h.send(0, s, t).verdict, Verdict::kQueued);
+    for (auto f = h.take(1, t); !f.empty(); f = h.take(1, t)) {
+      wire::Packet p;
+      ASSERT_EQ(wire::parse(f.data(), static_cast<uint32_t>(f.size()), &p), wire::ParseError::kOk);
+      ++delivered;
+      early += p.payload_len == s.payload;  // the delayed ones out now were sent 10 packets earlier
+    }
+  }
+  for (auto f = h.take(1, 1'000'000'000); !f.empty(); f = h.take(1, 1'000'000'000)) ++delivered;
+  EXPECT_EQ(delivered, static_cast<size_t>(kPackets));  // every one, intact
+  EXPECT_TRUE(h.sw.idle());
+  const uint64_t reordered = h.sw.counters(1).fault_reordered;
+  EXPECT_NEAR(static_cast<double>(reordered), kPackets * 0.25, 4 * std::sqrt(kPackets * 0.25 * 0.75));
+  // The packet sent at i left at once exactly when it was one of the reordered.
+  EXPECT_EQ(early, reordered);
+  EXPECT_GT(early, 0u);
+}
+
+TEST(Switch, CorruptionFlipsOnePsnBitThatTheIcrcCatches) {
+  SwitchConfig c = four_ports();
+  c.ports[1].fault.corrupt_probability = 1.0;
+  Harness h;
+  ASSERT_EQ(h.init(c), 0);
+  four_routes(h);
+  for (int i = 0; i < 50; ++i) {
+    const std::vector<uint8_t> in = frame(Spec{});
+    h.send(0, in, 0);
+    std::vector<uint8_t> out = h.take(1, 0);
+    ASSERT_EQ(out.size(), in.size());
+    int bits = 0;
+    size_t where = 0;
+    for (size_t b = 0; b < in.size(); ++b) {
+      // The TTL went down by one, as every forwarded frame's does (IP checksum too).
+      if (b == 14 + 8 || b == 14 + 10 || b == 14 + 11) continue;
+      if (const int d = std::popcount(static_cast<unsigned>(in[b] ^ out[b])); d != 0) bits += d, where = b;
+    }
+    EXPECT_EQ(bits, 1);
+    const size_t psn = 14 + 20 + 8 + 9;  // Ethernet, IPv4, UDP, then the BTH's PSN
+    EXPECT_GE(where, psn);
+    EXPECT_LT(where, psn + 3);
+    wire::Packet p;
+    EXPECT_EQ(wire::parse(out.data(), static_cast<uint32_t>(out.size()), &p), wire::ParseError::kBadIcrc);
+  }
+  EXPECT_EQ(h.sw.counters(1).fault_corrupted, 50u);
+  // At 5%, about one in twenty.
+  FaultConfig f;
+  f.corrupt_probability = 0.05;
+  h.sw.set_fault(1, f);
+  int bad = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    h.send(0, Spec{}, 0);
+    std::vector<uint8_t> out = h.take(1, 0);
+    wire::Packet p;
+    bad += wire::parse(out.data(), static_cast<uint32_t>(out.size()), &p) == wire::ParseError::kBadIcrc;
+  }
+  EXPECT_NEAR(bad, 1000, 4 * std::sqrt(20'000 * 0.05 * 0.95));
+  EXPECT_EQ(h.sw.counters(1).fault_corrupted, 50u + static_cast<uint64_t>(bad));
 }
 
 TEST(Switch, DelaySetAtRunTime) {

@@ -79,6 +79,7 @@ void classify(const FrameRef& f, const ClassifyConfig& cfg, bool int_enabled, Cl
     if (n < l4 + 4 || end < l4 + 4) [[unlikely]] return;
     c->key.sport = load_be16(p + l4);
     c->key.dport = load_be16(p + l4 + 2);
+    c->l4_offset = static_cast<uint16_t>(l4);
   }
   c->l3_offset = static_cast<uint16_t>(l3);
   c->priority = (c->vlan && cfg.trust_pcp) ? c->pcp : cfg.dscp_priority[c->dscp];

@@ -59,6 +59,7 @@ void apply_edit(const EgressEdit& e, uint8_t* headers, uint8_t* trailer) {
   uint8_t* l3 = headers + e.l3_offset;
   if (e.flags & EgressEdit::kDecTtl) decrement_ttl(l3, ipv6);
   if (e.flags & EgressEdit::kMarkCe) mark_ce(l3, ipv6);
+  if (e.flags & EgressEdit::kCorrupt) headers[e.corrupt_offset] ^= e.corrupt_mask;
   if (e.flags & (EgressEdit::kPushHop | EgressEdit::kOverflow)) {
     auto* h = reinterpret_cast<wire::TelemetryHdr*>(trailer);
     if (e.flags & EgressEdit::kPushHop) {

@@ -214,6 +214,11 @@ RxResult SwitchCore::admit(uint16_t in, const FrameRef& f, uint64_t now_ns, uint
   if (fault.drop_probability > 0 && rng_.uniform() < fault.drop_probability) [[unlikely]] {
     return drop(out, prio, DropReason::kFaultRandom, f.frame_bytes, now_ns);
   }
+  // The PSN's three bytes end the 12-byte BTH after the 8-byte UDP header.
+  constexpr uint32_t kPsnOffset = sizeof(wire::UdpHdr) + 9;
+  const bool corrupt = fault.corrupt_probability > 0 && c.key.dport == wire::kRoceUdpPort && c.l4_offset != 0 &&
+                       std::min(f.data_len, f.frame_bytes) >= c.l4_offset + kPsnOffset + 3 &&
+                       rng_.uniform() < fault.corrupt_probability;
   if (free_ == kNil && !grow_descriptors()) [[unlikely]] {
     return drop(out, prio, DropReason::kNoDescriptor, f.frame_bytes, now_ns);
   }
@@ -237,7 +242,13 @@ RxResult SwitchCore::admit(uint16_t in, const FrameRef& f, uint64_t now_ns, uint
   x.flags = static_cast<uint8_t>((c.key.ip_version == 6 ? kDescIpv6 : 0) |
                                  (c.ecn == wire::kEcnEct0 || c.ecn == wire::kEcnEct1 ? kDescEct : 0) |
                                  (c.int_action == IntAction::kPush ? kDescPush : 0) |
-                                 (c.int_action == IntAction::kOverflow ? kDescOverflow : 0));
+                                 (c.int_action == IntAction::kOverflow ? kDescOverflow : 0) |
+                                 (corrupt ? kDescCorrupt : 0));
+  if (corrupt) [[unlikely]] {
+    const uint64_t r = rng_.next();
+    x.corrupt_offset = static_cast<uint16_t>(c.l4_offset + kPsnOffset + r % 3);
+    x.corrupt_mask = static_cast<uint8_t>(1u << (r / 3 % 8));
+  }
   PortState& ps = ports_[out];
   Fifo& q = ps.queue[prio];
   if (q.tail == kNil) {
@@ -411,6 +422,12 @@ uint64_t SwitchCore::depart(uint16_t port, uint8_t prio, Desc& x, uint64_t now_n
     flags |= EgressEdit::kOverflow;
     ++pc.int_overflowed;
   }
+  if (x.flags & kDescCorrupt) [[unlikely]] {
+    flags |= EgressEdit::kCorrupt;
+    e->corrupt_offset = x.corrupt_offset;
+    e->corrupt_mask = x.corrupt_mask;
+    ++pc.fault_corrupted;
+  }
   if (cfg.rewrite_mac) {
     flags |= EgressEdit::kRewriteMac;
     e->src_mac = cfg.mac;
@@ -435,12 +452,21 @@ bool SwitchCore::next(uint16_t port, uint64_t now_ns, uint32_t* desc, EgressEdit
     *desc = d;
     return true;
   }
-  // Delay line: what the shaper lets go waits delay_ns, in departure order.
+  // Delay line: what the shaper lets go waits delay_ns, in departure order,
+  // but for the reorder fraction, which leaves at once, ahead of it.
+  const double reorder = cfg_.ports[port].fault.reorder_probability;
   while (ps.shaper.ready(now_ns)) {
     const int prio = pick(port, now_ns);
     if (prio < 0) break;
     const uint32_t d = pop(port, static_cast<uint8_t>(prio));
     Desc& x = descs_[d];
+    if (reorder > 0 && rng_.uniform() < reorder) [[unlikely]] {
+      depart(port, static_cast<uint8_t>(prio), x, now_ns, edit);
+      ++counters_[port].fault_reordered;
+      release_desc(d);
+      *desc = d;
+      return true;
+    }
     x.release_ns = depart(port, static_cast<uint8_t>(prio), x, now_ns, &delay_edits_[d]) + delay_ns;
     x.next = kNil;
     if (ps.delay.tail == kNil) {

@@ -33,6 +33,7 @@ struct Classified {
   FrameKind kind = FrameKind::kMalformed;
   FlowKey key;
   uint16_t l3_offset = 0;
+  uint16_t l4_offset = 0;  // the UDP/TCP header, when key has its ports (0 otherwise)
   uint8_t dscp = 0;
   uint8_t ecn = 0;
   uint8_t ttl = 0;  // TTL or hop limit

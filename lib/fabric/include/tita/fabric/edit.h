@@ -23,6 +23,7 @@ struct EgressEdit {
   static constexpr uint8_t kOverflow = 0x08;
   static constexpr uint8_t kRewriteMac = 0x10;
   static constexpr uint8_t kIpv6 = 0x20;
+  static constexpr uint8_t kCorrupt = 0x40;  // headers[corrupt_offset] ^= corrupt_mask
 
   uint8_t flags = 0;
   uint16_t l3_offset = 0;
@@ -37,6 +38,8 @@ struct EgressEdit {
   uint32_t qlen_bytes = 0;
   const uint8_t* src_mac = nullptr;  // kRewriteMac
   const uint8_t* dst_mac = nullptr;
+  uint16_t corrupt_offset = 0;  // kCorrupt, from the frame's first byte (in the headers)
+  uint8_t corrupt_mask = 0;
 
   bool any() const { return (flags & ~kIpv6) != 0; }
 };

@@ -64,6 +64,14 @@ struct FaultConfig {
   bool black_hole = false;      // silent black hole of the packets black_hole_flow matches
   FlowMatch black_hole_flow;
   uint64_t delay_ns = 0;        // added one-way delay (delay line after the shaper)
+  // With a delay: this fraction of the packets skips the delay line and
+  // overtakes the ones in it (netem's `delay D reorder P`). 0 without a delay.
+  double reorder_probability = 0;
+  // RoCEv2 packets (UDP 4791) that leave with one bit of their BTH PSN
+  // flipped, which the receiver's ICRC check then catches (netem's `corrupt`,
+  // aimed where only the ICRC can see it). Real frames only: the ns-3 hosts
+  // do not verify the ICRC, so TitaSwitchNode refuses it.
+  double corrupt_probability = 0;
 };
 
 struct PortConfig {
@@ -121,6 +129,8 @@ struct PortCounters {
   uint64_t ecn_marked = 0;
   uint64_t int_pushed = 0;
   uint64_t int_overflowed = 0;
+  uint64_t fault_reordered = 0;  // sent ahead of the delay line (FaultConfig::reorder_probability)
+  uint64_t fault_corrupted = 0;  // sent with a PSN bit flipped (FaultConfig::corrupt_probability)
   uint64_t pfc_frames_sent = 0;
   uint64_t pfc_frames_received = 0;
   uint64_t pfc_pause_sent[kPriorities] = {};    // priorities with quanta > 0 in frames sent
@@ -150,6 +160,8 @@ void for_each_port_counter(const PortCounters& c, F&& f) {
   f("ecn_marked", c.ecn_marked);
   f("int_pushed", c.int_pushed);
   f("int_overflowed", c.int_overflowed);
+  f("fault_reordered", c.fault_reordered);
+  f("fault_corrupted", c.fault_corrupted);
   f("pfc_frames_sent", c.pfc_frames_sent);
   f("pfc_pause_sent", c.pfc_pause_sent_total());
   f("pfc_frames_received", c.pfc_frames_received);
@@ -276,9 +288,11 @@ class SwitchCore {
     uint16_t trailer_len = 0;
     uint8_t priority = 0;
     uint8_t flags = 0;
+    uint16_t corrupt_offset = 0;  // kDescCorrupt: the byte and bit to flip
+    uint8_t corrupt_mask = 0;
     uint64_t release_ns = 0;  // delay line
   };
-  static constexpr uint8_t kDescIpv6 = 1, kDescEct = 2, kDescPush = 4, kDescOverflow = 8;
+  static constexpr uint8_t kDescIpv6 = 1, kDescEct = 2, kDescPush = 4, kDescOverflow = 8, kDescCorrupt = 16;
 
   struct Fifo {
     uint32_t head = kNil;
