@@ -475,7 +475,7 @@ void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
     // The peer answers without tita's trailer: a standard RoCE peer (or a tita
     // without telemetry). Selective repeat needs both ends; go-back-N it is.
     ++qp.cold.counters.sr_fallbacks;
-    qp.loss().start();  // as for any go-back-N QP whose peer is not tita (qp_to_rtr)
+    qp.loss().start();  // started at RTR (qp_to_rtr) unless the QP was told the peer is tita
     raise(EventKind::kQpRecoveryFallback, 0, qp.qpn);
   }
   Completer c{*this, qp};

@@ -288,12 +288,12 @@ void Engine::Impl::qp_to_rtr(Qp& qp) {
   qp.cold.udp_sport = q.ah_attr.udp_sport ? q.ah_attr.udp_sport : roce_udp_sport(qp.qpn, q.dest_qp_num);
   qp.loopback = cfg.loopback && q.ah_attr.dgid == cfg.gid;
   if (q.peer_tita) qp.peer_tita = true;
-  // A go-back-N QP whose peer is not known to be tita may face a responder
-  // that drops what arrives faster than it takes in (rxe): its flight starts
-  // small (cc/loss_window.h). Selective repeat is configured for a tita peer
-  // (complete_response starts the window if the peer turns out otherwise).
+  // A QP whose peer is not known to be tita may face a responder that drops
+  // what arrives faster than it takes in (rxe), and recovers by go-back-N
+  // until the peer shows otherwise (selective repeat needs both ends): its
+  // flight starts small (cc/loss_window.h), until the peer's first trailer.
   qp.cold.loss.reset();
-  if (!qp.peer_tita && !qp.sr) qp.cold.loss.start();
+  if (!qp.peer_tita) qp.cold.loss.start();
   qp.state = QpState::kRtr;
   resolve(qp);      // the peer's MAC: given, known, or asked for by ARP
   path_at_rtr(qp);  // builds hdr (and resp_hdr) with the dodge value the port carries
