@@ -237,7 +237,10 @@ TEST(Spray, ABlackHoledPathIsLeftWithoutATimeout) {
     EXPECT_EQ(s.retired, 1u);
     for (const SprayPathInfo& path : s.paths) EXPECT_NE(path.udp_sport, hole);
     EXPECT_GE(dropped, 3u);
-    EXPECT_LE(dropped, 30u);  // a few round trips' worth, then never again
+    // A few round trips' worth, then never again (up to 30 when the first
+    // flight went unlimited; 38 since it starts small until the peer's
+    // first trailer, as towards any peer not declared tita at RTR).
+    EXPECT_LE(dropped, 45u);
     EXPECT_EQ(q.retransmitted_packets, dropped);
   }
 }

@@ -71,19 +71,28 @@ class Namespace:
 
 
 class Vm:
-    def __init__(self, ns, image_dir, work, vm_ip="10.0.0.2/24", mtu=1500):
+    """The VM: its data NIC on the namespace's tap (tita's peer), or on
+    `data_netdev` (a qemu -netdev spec: `socket,listen=...` and
+    `socket,connect=...` join two VMs, scripts/interop/rxe-reference.py); the
+    agent and the forwarded ports on the namespace's loopback, at other ports
+    for a second VM."""
+
+    def __init__(self, ns, image_dir, work, vm_ip="10.0.0.2/24", mtu=1500, data_netdev=None,
+                 agent_port=AGENT_PORT, forwarded=FORWARDED, name="vm"):
         self.ns = ns
-        self.console = os.path.join(work, "vm-console.log")
-        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{p}-:{p}" for p in FORWARDED)
+        self.agent_port = agent_port
+        self.console = os.path.join(work, f"{name}-console.log")
+        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{p}-:{p}" for p in forwarded)
+        data_netdev = data_netdev or f"tap,ifname={ns.tap},script=no,downscript=no"
         argv = ["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2",
                 "-m", "1024", "-nodefaults", "-display", "none", "-no-reboot",
                 "-kernel", os.path.join(image_dir, "vmlinuz"), "-initrd", os.path.join(image_dir, "initrd.img"),
                 "-append", f"root=/dev/vda rw console=ttyS0 init=/sbin/tita-init panic=-1 tita.ip={vm_ip} "
                           f"tita.mtu={mtu}",
                 "-drive", f"file={os.path.join(image_dir, 'root.img')},if=virtio,format=raw,snapshot=on",
-                "-netdev", f"tap,id=data,ifname={ns.tap},script=no,downscript=no",
+                "-netdev", f"{data_netdev},id=data",
                 "-device", "virtio-net-pci,netdev=data,mac=52:54:00:00:00:01",
-                "-netdev", f"user,id=ctl,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:{AGENT_PORT}-:7000,{fwd}",
+                "-netdev", f"user,id=ctl,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:{agent_port}-:7000,{fwd}",
                 "-device", "virtio-net-pci,netdev=ctl,mac=52:54:00:00:00:02",
                 "-serial", f"file:{self.console}"]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -96,7 +105,7 @@ class Vm:
             if self.proc.poll() is not None:
                 raise RuntimeError("qemu exited: " + self.proc.stderr.read().decode()[-2000:])
             try:
-                self.sock = socket.create_connection(("127.0.0.1", AGENT_PORT), timeout=5)
+                self.sock = socket.create_connection(("127.0.0.1", self.agent_port), timeout=5)
                 self.sock.settimeout(None)
                 self.rfile = self.sock.makefile("r")
                 if self.call({"op": "ping"}).get("ok"):

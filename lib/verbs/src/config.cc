@@ -83,7 +83,7 @@ constexpr OwnSetting kOwnSettings[] = {
     {"cc_plugin", "PATH", "shared objects with congestion-control plug-ins to load, space separated"},
     {"cc", "NAME", "congestion control of every QP: none, dcqcn, timely, hpcc, swift, powertcp, nscc, tita, or a plug-in's"},
     {"cc_params", "NAME=VALUE", "its parameters, name=value, space separated"},
-    {"recovery", "sr|gbn", "loss recovery: sr (default: selective repeat once the peer shows it is tita, go-back-N with any other peer) or gbn (go-back-N always, as RoCE NICs)"},
+    {"recovery", "gbn|sr", "loss recovery: gbn (go-back-N, as RoCE NICs) or sr (selective repeat)"},
     {"progress", "busy|adaptive", "busy (the device thread always polls) or adaptive (it sleeps when idle)"},
     {"engines", "COUNT", "engines on the port (default 1), each with its own queue pair, lock and thread; QPs go to them in turn"},
     {"link_wait_ms", "ms", "how long opening the device waits for the link (default 30000)"},

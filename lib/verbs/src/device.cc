@@ -548,10 +548,9 @@ void Device::on_event(void* ctx, const engine::Event& e) {
     return;
   }
   if (e.kind == engine::EventKind::kQpRecoveryFallback) {
-    // recovery sr is the default: a standard peer is the expected case, said at info.
-    d->log(Config::Log::kInfo,
-           "QP 0x%06x: the peer's frames carry no tita trailer (a standard RoCE peer, or tita without "
-           "telemetry): go-back-N, not selective repeat",
+    d->log(Config::Log::kError,
+           "QP 0x%06x: selective repeat was asked for, but the peer's frames carry no tita trailer (a standard "
+           "RoCE peer, or tita without telemetry): the QP runs go-back-N",
            e.qp_num);
     return;
   }

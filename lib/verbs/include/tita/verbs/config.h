@@ -38,9 +38,7 @@ struct Config {
   std::string cc = "none";       // congestion control of every QP (cc/)
   std::vector<std::string> cc_params;  // "name=value" each
   std::vector<std::string> cc_plugins;  // loaded (cc::load_plugin) as they were set
-  // recovery: "sr" (true: selective repeat once the peer shows it is tita,
-  // go-back-N with any other peer) or "gbn" (false: go-back-N always)
-  bool selective_repeat = true;
+  bool selective_repeat = false;  // recovery: "gbn" (false) or "sr"
   Progress progress = Progress::kBusy;
   // The engine's settings the verbs layer offers (rate_gbps, base_rtt_us, pace,
   // pacing_slack_us, max_qps, arp_retry_ms, arp_tries: tita/engine/settings.h,
