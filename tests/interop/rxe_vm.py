@@ -73,7 +73,7 @@ class Namespace:
 class Vm:
     """The VM: its data NIC on the namespace's tap (tita's peer), or on
     `data_netdev` (a qemu -netdev spec: `socket,listen=...` and
-    `socket,connect=...` join two VMs, scripts/interop/rxe-reference.py); the
+    `socket,connect=...` join two VMs, for an rxe-to-rxe reference); the
     agent and the forwarded ports on the namespace's loopback, at other ports
     for a second VM."""
 
