@@ -47,6 +47,8 @@ QP_SCALARS = {
     "retry_exceeded": ("tita_qp_retry_exceeded", "counter", "QPs that ended in RETRY_EXC_ERR (no progress for retry_cnt tries)", 1),
     "read_jobs_dropped": ("tita_qp_read_jobs_dropped", "counter",
                           "READ answers dropped behind a READ a go-back-N peer asked again", 1),
+    "read_jobs_superseded": ("tita_qp_read_jobs_superseded", "counter",
+                             "READs answered in full once and asked again, dropped for a new READ (ring full)", 1),
     "sr_fallbacks": ("tita_qp_selective_repeat_fallbacks", "counter",
                      "Selective repeat set but the peer speaks no tita trailer: go-back-N", 1),
     "ecn_ce_received": ("tita_qp_ecn_ce_packets_received", "counter", "Packets received with ECN CE", 1),

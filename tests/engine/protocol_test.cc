@@ -908,6 +908,37 @@ TEST_F(Protocol, AReadFloodBeyondTheResponderResourcesIsRefused) {
   EXPECT_EQ(f[16].psn(), kRqPsn + 16);
 }
 
+TEST_F(Protocol, AReadAskedTwiceAfterItsAnswerNeverCostsANewReadItsPlace) {
+  // Open MPI's Allreduce over UCX (max_dest_rd_atomic 128): READ A answered
+  // in full, then asked again twice (a requester that timed out before its
+  // answer came) while later READs hold the ring. The first repeat is a
+  // replay; the second restarted it and the restart used to drop its replay
+  // mark, so the ring held a job no request was owed, and the requester's
+  // 16th outstanding READ was refused as "more READs and atomics outstanding
+  // than max_dest_rd_atomic" (QP_REQ_ERR). The repeat now yields its place.
+  // A tita peer (a go-back-N peer's repeat would drop the answers queued
+  // behind it: it asks again for those too).
+  make(Recovery::kSelectiveRepeat);
+  va = mr.addr;
+  dma_len = 64;
+  deliver(from_tita(from_peer(Opcode::kReadRequest, kRqPsn, 0)));  // A, answered at once
+  ASSERT_EQ(sent().size(), 1u);
+  io.space = 0;                                         // what follows stays queued
+  for (uint32_t k = 1; k < 16; ++k) deliver(from_tita(from_peer(Opcode::kReadRequest, kRqPsn + k, 0)));
+  deliver(from_tita(from_peer(Opcode::kReadRequest, kRqPsn, 0)));  // A again: a replay (16 jobs)
+  deliver(from_tita(from_peer(Opcode::kReadRequest, kRqPsn, 0)));  // and again: still a replay
+  deliver(from_tita(from_peer(Opcode::kReadRequest, kRqPsn + 16, 0)));  // the requester's 16th outstanding
+  io.space = 1024;
+  advance(1000);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 16u);
+  for (uint32_t k = 0; k < 16; ++k) {
+    EXPECT_EQ(f[k].opcode(), static_cast<uint8_t>(Opcode::kReadResponseOnly)) << k;
+    EXPECT_EQ(f[k].psn(), kRqPsn + 1 + k);
+  }
+  EXPECT_EQ(eng->qp_counters(qpn)->nak_invalid_sent, 0u);
+}
+
 TEST_F(Protocol, ADuplicateReadWithAnotherKeyReadsOnlyWhatThatKeyNames) {
   // Found by the engine fuzzer: a READ asked again (same PSN) while its first
   // responses were still queued restarted with the new request's address and

@@ -86,6 +86,76 @@ INSTANTIATE_TEST_SUITE_P(
                     ReadCase{"Corrupt1PercentPlainPeer", {.corrupt = 0.01}, 1.5, true}),
     [](const testing::TestParamInfo<ReadCase>& i) { return std::string(i.param.name); });
 
+// Twelve MiB of READs in 256 KiB WRs (192 parts of 64 responses) through a
+// ring of 64 on a 1 Gb/s link, under loss, reordering, and reordering past the
+// 4 ms timeout (READs asked again that their first answer completes), both
+// recoveries: the requester posts a new part as soon as an old one completes,
+// so the ring is full all the time, and no request is refused
+// (Protocol.AReadAskedTwiceAfterItsAnswerNeverCostsANewReadItsPlace pins the
+// sequence that once was: Open MPI's Allreduce with selective repeat).
+struct RingCase {
+  const char* name;
+  LinkFaults faults;
+  Recovery recovery;
+};
+
+class ReadRing : public testing::TestWithParam<RingCase> {};
+
+TEST_P(ReadRing, ReadsBeyondTheRingCompleteAndNoneIsRefused) {
+  const RingCase& c = GetParam();
+  constexpr uint32_t kSmall = 256 * 1024;
+  constexpr uint32_t kMany = 48;
+  QpAttr attr;
+  attr.path_mtu = kMtu;
+  attr.timeout = 10;
+  attr.max_rd_atomic = 64;
+  attr.max_dest_rd_atomic = 64;
+  attr.recovery = c.recovery;
+  const uint64_t half = uint64_t{kSmall} * kMany;
+  Pair p(1'000'000'000, 5'000, 2 * half, attr, 5);
+  for (uint64_t i = 0; i < half; ++i) p.side[1].buf[half + i] = static_cast<uint8_t>(i * 29 + (i >> 9));
+  p.net.set_faults_both(c.faults);
+  for (uint32_t k = 0; k < kMany; ++k) {
+    Sge sge{p.side[0].mr.addr + uint64_t{k} * kSmall, kSmall, p.side[0].mr.lkey};
+    SendWr wr;
+    wr.wr_id = k;
+    wr.opcode = WrOpcode::kRdmaRead;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.rdma.remote_addr = p.side[1].mr.addr + half + uint64_t{k} * kSmall;
+    wr.rdma.rkey = p.side[1].mr.rkey;
+    ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
+  }
+  ASSERT_TRUE(p.run(kMany, 0, p.net.now() + 60'000'000'000)) << p.describe();
+  for (uint32_t k = 0; k < kMany; ++k) {
+    EXPECT_EQ(p.completions[0][k].wr_id, k);
+    EXPECT_EQ(p.completions[0][k].status, WcStatus::kSuccess) << p.describe();
+  }
+  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data() + half, half), 0);
+  const QpCounters& resp = *p.eng(1).qp_counters(p.side[1].qp);
+  EXPECT_EQ(resp.nak_invalid_sent, 0u) << p.describe();
+  RecordProperty("superseded", std::to_string(resp.read_jobs_superseded));
+  const QpCounters& rq = *p.eng(0).qp_counters(p.side[0].qp);
+  RecordProperty("rerequests", std::to_string(rq.read_rerequests));
+  RecordProperty("timeouts", std::to_string(rq.timeouts));
+  RecordProperty("dup_received", std::to_string(resp.duplicates_received));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Engine, ReadRing,
+    testing::Values(RingCase{"Loss3PercentSelectiveRepeat", {.loss = 0.03}, Recovery::kSelectiveRepeat},
+                    RingCase{"Loss3PercentGoBackN", {.loss = 0.03}, Recovery::kGoBackN},
+                    RingCase{"Reorder25PercentSelectiveRepeat", {.reorder = 0.25, .reorder_ns = 200'000},
+                             Recovery::kSelectiveRepeat},
+                    RingCase{"Reorder25PercentGoBackN", {.reorder = 0.25, .reorder_ns = 200'000}, Recovery::kGoBackN},
+                    // Held back past the 4 ms timeout: READs asked again that their
+                    // first answer completes (the case that filled the ring).
+                    RingCase{"LateBeyondTheTimeoutSelectiveRepeat", {.reorder = 0.3, .reorder_ns = 6'000'000},
+                             Recovery::kSelectiveRepeat},
+                    RingCase{"LateBeyondTheTimeoutGoBackN", {.reorder = 0.3, .reorder_ns = 6'000'000},
+                             Recovery::kGoBackN}),
+    [](const testing::TestParamInfo<RingCase>& i) { return std::string(i.param.name); });
+
 // Go-back-N WRITEs toward a plain peer with no congestion control ("none",
 // the default) under 3% loss each way: the loss window keeps what a NAK makes
 // the requester resend to about a window (issue 29: 267x-600x before, against rxe).

@@ -301,6 +301,7 @@ void Engine::Impl::qp_to_rtr(Qp& qp) {
   qp.cold.reads.assign(q.max_dest_rd_atomic, ReadJob{});
   qp.cold.atomic_results.assign(q.max_dest_rd_atomic, AtomicResult{});
   qp.cold.atomic_next = 0;
+  qp.cold.reads_sent_end = qp.resp.epsn;
   init_flow(qp);
   if (q.recovery == Recovery::kSelectiveRepeat) ooo_reserve(qp);
 }

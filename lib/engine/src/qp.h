@@ -383,6 +383,9 @@ struct QpCold {
   bool comm_est = false;  // kCommEstablished raised
   // The responder's READ/atomic ring (max_dest_rd_atomic; its count is hot).
   uint32_t reads_head = 0;
+  // The PSN after the last READ response or atomic answer sent so far (the
+  // highest): a job that ends at or before it was answered in full once.
+  uint32_t reads_sent_end = 0;
   // An ACK/NAK held back until READ responses before it have gone (IBA
   // ordering), with what it echoes (a SACK, CE marks, INT: a selective-repeat
   // NAK without its SACK would read as go-back-N).

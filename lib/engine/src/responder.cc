@@ -167,7 +167,9 @@ struct Responder {
       for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
         ReadJob& job = qp.cold.reads[(qp.cold.reads_head + k) % qp.cold.reads.size()];
         if (!job.atomic && wire::psn_distance(psn, job.first_psn) < job.npkts) {
+          const bool replay = job.replay;  // a replay asked again is still one
           start_read(job);
+          job.replay = replay;
           // A go-back-N requester (Linux rxe, a RoCE NIC) asks again for
           // everything after this READ too, and drops any response before
           // those arrive: the answers queued behind it would be sent twice.
@@ -285,9 +287,13 @@ struct Responder {
     }
     // READs and atomics hold a responder resource until answered. A replay
     // (a repeated READ answered anew) holds none: a new request takes its slot,
-    // and the requester asks again if it still misses those responses.
+    // and the requester asks again if it still misses those responses. Nor
+    // does a READ asked again that its first answer had covered to the end:
+    // a requester may complete it from those (the repeat was only late) and
+    // post the next, and it never has more than max_rd_atomic outstanding,
+    // oldest first, so the oldest job is then one it no longer waits for.
     if ((op.kind == wire::Kind::kReadRequest || op.kind == wire::Kind::kAtomic) && qp.resp.reads_count == qp.cold.reads.size() &&
-        !drop_replay()) {
+        !drop_replay() && !drop_superseded()) {
       return invalid("more READs and atomics outstanding than max_dest_rd_atomic");
     }
     return Step::kCheckAccess;
@@ -366,18 +372,43 @@ struct Responder {
     qp.resp.reads_count = kept;
   }
 
-  // Removes the oldest replay job from the ring (the later ones move up); false if none.
+  // Removes the k-th job of the ring (the later ones move up).
+  void remove_job(uint32_t k) {
+    const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
+    for (uint32_t j = k; j + 1 < qp.resp.reads_count; ++j) {
+      qp.cold.reads[(qp.cold.reads_head + j) % size] = qp.cold.reads[(qp.cold.reads_head + j + 1) % size];
+    }
+    --qp.resp.reads_count;
+  }
+
+  // Removes the oldest replay job from the ring; false if none.
   bool drop_replay() {
     const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
     for (uint32_t k = 0; k < qp.resp.reads_count; ++k) {
       if (!qp.cold.reads[(qp.cold.reads_head + k) % size].replay) continue;
-      for (uint32_t j = k; j + 1 < qp.resp.reads_count; ++j) {
-        qp.cold.reads[(qp.cold.reads_head + j) % size] = qp.cold.reads[(qp.cold.reads_head + j + 1) % size];
-      }
-      --qp.resp.reads_count;
+      remove_job(k);
       return true;
     }
     return false;
+  }
+
+  // Removes the job of the earliest request (by PSN, wherever it stands in the
+  // ring) if every response of it has gone at least once: only a repeat of it
+  // can then still be queued. False if not.
+  bool drop_superseded() {
+    const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
+    uint32_t oldest = 0;
+    for (uint32_t k = 1; k < qp.resp.reads_count; ++k) {
+      if (wire::psn_before(qp.cold.reads[(qp.cold.reads_head + k) % size].first_psn,
+                           qp.cold.reads[(qp.cold.reads_head + oldest) % size].first_psn)) {
+        oldest = k;
+      }
+    }
+    const ReadJob& job = qp.cold.reads[(qp.cold.reads_head + oldest) % size];
+    if (wire::psn_after(psn_add(job.first_psn, job.npkts), qp.cold.reads_sent_end)) return false;
+    remove_job(oldest);
+    ++qp.cold.counters.read_jobs_superseded;
+    return true;
   }
 
   void push_read() {
@@ -664,6 +695,15 @@ void Engine::Impl::fail_responder(Qp& qp, EventKind event) {
   raise(e);
 }
 
+namespace {
+
+// Moves the high-water mark of answers sent (a repeat sends below it).
+void note_sent(Qp& qp, uint32_t end) {
+  if (wire::psn_after(end, qp.cold.reads_sent_end)) qp.cold.reads_sent_end = end;
+}
+
+}  // namespace
+
 bool Engine::Impl::send_read_response(Qp& qp) {
   ReadJob& job = qp.cold.reads[qp.cold.reads_head];
   if (job.atomic) {
@@ -677,6 +717,7 @@ bool Engine::Impl::send_read_response(Qp& qp) {
     f.ecn = wire::kEcnNotEct;
     const uint32_t frame_bytes = send_frame(qp, f, nullptr, 0, 0, false, false);
     pace(qp, frame_bytes);
+    note_sent(qp, psn_add(job.psn, 1));
     qp.cold.reads_head = (qp.cold.reads_head + 1) % static_cast<uint32_t>(qp.cold.reads.size());
     --qp.resp.reads_count;
     if (qp.resp.reads_count == 0) finish_deferred_ack(qp);
@@ -699,6 +740,7 @@ bool Engine::Impl::send_read_response(Qp& qp) {
   job.va += len;
   job.remaining -= len;
   job.psn = psn_add(job.psn, 1);
+  note_sent(qp, job.psn);
   if (psn_distance(job.psn, job.first_psn) >= job.npkts) {
     qp.cold.reads_head = (qp.cold.reads_head + 1) % static_cast<uint32_t>(qp.cold.reads.size());
     --qp.resp.reads_count;

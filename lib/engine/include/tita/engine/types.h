@@ -226,6 +226,11 @@ struct QpCounters {
   // Responder: READ responses and atomic answers queued behind a READ that a
   // go-back-N peer asked again, dropped (it asks again for them too).
   uint64_t read_jobs_dropped = 0;
+  // Responder: a new READ or atomic found the ring full, and the oldest job
+  // was a READ asked again whose every response had already gone once (the
+  // requester, counting its own outstanding READs, had it all): dropped so the
+  // new one is served.
+  uint64_t read_jobs_superseded = 0;
   // Selective repeat was set, but the peer's frames carry no tita trailer:
   // the QP runs go-back-N (0 or 1; the host hears of it once).
   uint64_t sr_fallbacks = 0;
@@ -374,6 +379,7 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("tail_probes", q.tail_probes);
   f("retry_exceeded", q.retry_exceeded);
   f("read_jobs_dropped", q.read_jobs_dropped);
+  f("read_jobs_superseded", q.read_jobs_superseded);
   f("sr_fallbacks", q.sr_fallbacks);
   f("ecn_ce_received", q.ecn_ce_received);
   f("cnps_sent", q.cnps_sent);
