@@ -624,7 +624,7 @@ def mpi():
               "does not open (no UD QPs)")
         sys.exit(77)
     a, b = veth_pair("tmpi")
-    env = dict(os.environ, **UCX_ENV, TITA_RUN=TITA_RUN, TITA_MPI_IFACES=f"{a} {b}", TITA_MPI_ARGS="--progress adaptive",
+    env = dict(os.environ, **UCX_ENV, TITA_RUN=TITA_RUN, TITA_MPI_IFACES=f"{a} {b}", TITA_MPI_ARGS=os.environ.get("TITA_MPI_ARGS", "--progress adaptive"),
                UCX_TLS="rc_verbs,ud_verbs", UCX_NET_DEVICES="tita0:1")
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "pml", "ucx",
            "--mca", "btl", "^vader,tcp,openib,uct", "-x", "UCX_TLS", "-x", "UCX_NET_DEVICES",
@@ -633,6 +633,8 @@ def mpi():
            os.path.join(BUILD, "tests", "verbs", "allreduce_check")]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     print(r.stdout.strip())
+    with open(os.path.join(WORK, "mpirun.stderr.log"), "w") as f:  # the ranks' tita-run logs, whole
+        f.write(r.stderr)
     if r.returncode != 0 or "all results right" not in r.stdout:
         fail(f"mpirun allreduce_check: rc {r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
     subprocess.run(["ip", "link", "del", a], capture_output=True)
