@@ -610,11 +610,39 @@ def ucx():
     subprocess.run(["ip", "link", "del", a], capture_output=True)
 
 
+def veth_bridge(name, n):
+    """n veth pairs whose far ends join a Linux bridge (a switch for n af_packet
+    ports); returns the near ends. Their interface numbers differ in bits 12-14
+    (rank r: 0x1000 * (r + 1) + k), so no two tita-run processes with close pids
+    fall into one af_packet fanout group (veth_pair says why that matters)."""
+    br = f"{name}br"
+    subprocess.run(["ip", "link", "del", br], capture_output=True)
+    r = subprocess.run(["ip", "link", "add", br, "type", "bridge"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"SKIP: cannot make a bridge: {r.stderr.strip()}")
+        sys.exit(77)
+    subprocess.run(["ip", "link", "set", br, "up"], check=True)
+    used = {int(open(f"/sys/class/net/{d}/ifindex").read()) for d in os.listdir("/sys/class/net")}
+    k = next(k for k in range(1, 0x7ff) if not any(0x1000 * (r + 1) + 2 * k + j in used for r in range(n) for j in (0, 1)))
+    near = []
+    for r in range(n):
+        a, b = f"{name}{r}a", f"{name}{r}b"
+        subprocess.run(["ip", "link", "del", a], capture_output=True)
+        subprocess.run(["ip", "link", "add", a, "index", str(0x1000 * (r + 1) + 2 * k), "type", "veth", "peer", "name", b,
+                        "index", str(0x1000 * (r + 1) + 2 * k + 1)], check=True)
+        subprocess.run(["ip", "link", "set", b, "master", br], check=True)
+        for dev in (a, b):
+            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+        near.append(a)
+    return br, near
+
+
 def mpi():
-    """Open MPI 4.1 (pml ucx, shared memory and TCP excluded) over tita: two ranks,
-    each under its own tita-run (tests/verbs/tita_rank.sh) on its end of a veth
-    pair, run allreduce_check (MPI_Allreduce of 1 KiB to 64 MiB, every element
-    checked). Needs UCP over tita, which needs ud_verbs (see ucx())."""
+    """Open MPI 4.1 (pml ucx, shared memory and TCP excluded) over tita: each
+    rank under its own tita-run (tests/verbs/tita_rank.sh) on its own af_packet
+    port, runs allreduce_check (MPI_Allreduce of 1 KiB to 64 MiB, every element
+    checked): two ranks on the ends of a veth pair, then four whose veth pairs
+    meet in a Linux bridge. Needs UCP over tita, which needs ud_verbs (see ucx())."""
     need_root("Open MPI over tita")
     need("mpirun")
     r = subprocess.run(tita("10.0.0.1", "net_ring0") + ["ucx_info", "-d"], capture_output=True, text=True,
@@ -623,21 +651,34 @@ def mpi():
         print("SKIP: Open MPI's pml ucx needs UCP, which wires rc_verbs up through ud_verbs; tita0's ud_verbs "
               "does not open (no UD QPs)")
         sys.exit(77)
+
+    def run(ranks, ifaces, tag):
+        env = dict(os.environ, **UCX_ENV, TITA_RUN=TITA_RUN, TITA_MPI_IFACES=" ".join(ifaces),
+                   TITA_MPI_ARGS=os.environ.get("TITA_MPI_ARGS", "--progress adaptive"),
+                   UCX_TLS="rc_verbs,ud_verbs", UCX_NET_DEVICES="tita0:1")
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ucx",
+               "--mca", "btl", "^vader,tcp,openib,uct", "-x", "UCX_TLS", "-x", "UCX_NET_DEVICES",
+               "-x", "TITA_RUN", "-x", "TITA_MPI_IFACES", "-x", "TITA_MPI_ARGS",
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "tita_rank.sh"),
+               os.path.join(BUILD, "tests", "verbs", "allreduce_check")]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        print(f"{tag}:\n{r.stdout.strip()}")
+        with open(os.path.join(WORK, f"mpirun-{ranks}.stderr.log"), "w") as f:  # the ranks' tita-run logs, whole
+            f.write(r.stderr)
+        if r.returncode != 0 or "all results right" not in r.stdout or f"# ranks {ranks};" not in r.stdout:
+            fail(f"mpirun -np {ranks} allreduce_check: rc {r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
+
     a, b = veth_pair("tmpi")
-    env = dict(os.environ, **UCX_ENV, TITA_RUN=TITA_RUN, TITA_MPI_IFACES=f"{a} {b}", TITA_MPI_ARGS=os.environ.get("TITA_MPI_ARGS", "--progress adaptive"),
-               UCX_TLS="rc_verbs,ud_verbs", UCX_NET_DEVICES="tita0:1")
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "pml", "ucx",
-           "--mca", "btl", "^vader,tcp,openib,uct", "-x", "UCX_TLS", "-x", "UCX_NET_DEVICES",
-           "-x", "TITA_RUN", "-x", "TITA_MPI_IFACES", "-x", "TITA_MPI_ARGS",
-           os.path.join(os.path.dirname(os.path.abspath(__file__)), "tita_rank.sh"),
-           os.path.join(BUILD, "tests", "verbs", "allreduce_check")]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    print(r.stdout.strip())
-    with open(os.path.join(WORK, "mpirun.stderr.log"), "w") as f:  # the ranks' tita-run logs, whole
-        f.write(r.stderr)
-    if r.returncode != 0 or "all results right" not in r.stdout:
-        fail(f"mpirun allreduce_check: rc {r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
-    subprocess.run(["ip", "link", "del", a], capture_output=True)
+    try:
+        run(2, [a, b], "2 ranks, a veth pair")
+    finally:
+        subprocess.run(["ip", "link", "del", a], capture_output=True)
+    br, near = veth_bridge("tmb", 4)
+    try:
+        run(4, near, "4 ranks, four veth pairs joined by a Linux bridge")
+    finally:
+        for dev in near + [br]:
+            subprocess.run(["ip", "link", "del", dev], capture_output=True)
 
 
 def ucx_ud():

@@ -3,8 +3,9 @@
 # for every rank (`mpirun -np 2 tita_rank.sh PROGRAM ARGS`), and it execs
 #   tita-run --vdev net_af_packet0,iface=<rank's interface> --ip 10.0.0.<rank + 1> -- PROGRAM ARGS
 # Rank r takes the r-th interface of TITA_MPI_IFACES (one end of a veth pair
-# each, so both ranks open their ports in any order: a memif or vhost pair
-# would need its server side open before the client's).
+# each, the far ends joined to each other or to a bridge, so the ranks open
+# their ports in any order: a memif or vhost pair would need its server side
+# open before the client's).
 #
 #   TITA_RUN         tita-run's path (default: tita-run on PATH)
 #   TITA_MPI_IFACES  the ranks' interfaces, space-separated (required)
