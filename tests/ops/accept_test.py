@@ -9,7 +9,11 @@ same pair with the client's NIC capped at half the rate (what a PCIe link
 trained to half its width does: no loss, no congestion, just less) is named,
 with "the sender cannot go faster" as the cause (exit 1). With perftest, also
 a pair through tita-switch whose server port loses 3 % of packets: named, the
-cause loss (read from the client's telemetry while ib_write_bw runs).
+cause loss (read from the client's telemetry while ib_write_bw runs). With
+--tool mpi (root, Open MPI and tita-allreduce built), an MPI_Allreduce between
+two tita-run ranks on a veth pair, the link taken as 0.25 Gb/s and the bar at
+70 % of it: accepted; each rank's NIC capped at half: named, host side, from
+both ranks' telemetry; a bad --mpi-bytes refused before anything starts.
 """
 import json
 import os
@@ -66,6 +70,57 @@ def accepted_or_starved(rc, rep, what):
     return rc == 0 and not f
 
 
+def accept_mpi(name, extra):
+    """tita-doctor accept --tool mpi, one rank at each end of a veth pair."""
+    a, b = f"tacc{name[0]}0", f"tacc{name[0]}1"
+    subprocess.run(["ip", "link", "del", a], capture_output=True)
+    # Interface numbers apart in bit 15: DPDK's af_packet fanout group is
+    # (pid ^ ifindex) & 0xffff (tests/verbs/run_verbs.py, veth_pair).
+    used = {int(open(f"/sys/class/net/{d}/ifindex").read()) for d in os.listdir("/sys/class/net")}
+    i = next(i for i in range(5000, 0x8000) if i not in used and (i | 0x8000) not in used)
+    subprocess.run(["ip", "link", "add", a, "index", str(i), "type", "veth", "peer", "name", b, "index",
+                    str(i | 0x8000)], check=True)
+    for dev in (a, b):
+        subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    try:
+        r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", "mpi",
+                            "--server-eal", f"--file-prefix=acc-ms-{name} --vdev=net_af_packet0,iface={a},qdisc_bypass=0",
+                            "--client-eal", f"--file-prefix=acc-mc-{name} --vdev=net_af_packet0,iface={b},qdisc_bypass=0",
+                            "--server-port", "net_af_packet0", "--client-port", "net_af_packet0",
+                            "--link-gbps", "0.25", "--busbw-share", "0.7", "--json"] + extra,
+                           capture_output=True, text=True, timeout=240)
+    finally:
+        subprocess.run(["ip", "link", "del", a], capture_output=True)
+    try:
+        return r.returncode, json.loads(r.stdout)
+    except ValueError:
+        return r.returncode, {"findings": [], "results": {}, "error": r.stderr}
+
+
+def mpi_cases(build):
+    r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", "mpi", "--server-eal", "x", "--client-eal", "y",
+                        "--link-gbps", "1", "--mpi-bytes", "1001"], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 2 and "--mpi-bytes 1001" in r.stderr and "mpirun" not in r.stderr,
+          f"a bad --mpi-bytes is refused in one line before anything starts: exit {r.returncode}: {r.stderr.strip()}")
+    if os.geteuid() != 0:
+        print("SKIP mpi cases: tita-run shows tita0 to UCX only as root (its mount namespace)")
+        return
+    if shutil.which("mpirun") is None or not os.path.exists(os.path.join(build, "apps", "tita-allreduce")):
+        print("SKIP mpi cases: mpirun or tita-allreduce is missing (Debian openmpi-bin, libopenmpi-dev)")
+        return
+    rc, rep = accept_mpi("healthy", [])
+    sizes = rep["results"].get("sizes", {})
+    check(accepted_or_starved(rc, rep, "mpi healthy") and sizes and all(v["wrong"] == 0 for v in sizes.values()),
+          f"mpi: an Allreduce that reaches 70 % of its 0.25 Gb/s link is accepted, every element right: exit {rc}, "
+          f"{rep['results']} {rep.get('error', '')} {[f['what'] for f in rep['findings']]}")
+    rc, rep = accept_mpi("capped", ["--nic-gbps", "0.125"])
+    f = rep["findings"][0] if rep["findings"] else {}
+    check(rc == 1 and f.get("question") == "performance" and f.get("side") == "host" and
+          rep["results"].get("busbw_gbps", 1) < 0.125 and rep["read"].get("rank_counters"),
+          f"mpi: both ranks' NICs capped at half the link: named from both ranks' counters: exit {rc}: "
+          f"{f.get('what') or rep.get('error', '')} {rep['results'].get('busbw_gbps')}")
+
+
 def main():
     global build
     build, work = sys.argv[1:3]
@@ -77,6 +132,7 @@ def main():
     f = rep["findings"][0] if rep["findings"] else {}
     check(rc == 1 and "cannot go faster" in f.get("what", "") and f.get("side") == "host",
           f"the client's NIC capped at half the link: exit {rc}: {f.get('what') or rep.get('error', '')}")
+    mpi_cases(build)
     if shutil.which("ib_write_bw") is None:
         print("SKIP perftest cases: ib_write_bw is not installed (Debian package perftest)")
         finish()

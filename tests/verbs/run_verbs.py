@@ -640,7 +640,7 @@ def veth_bridge(name, n):
 def mpi():
     """Open MPI 4.1 (pml ucx, shared memory and TCP excluded) over tita: each
     rank under its own tita-run (tests/verbs/tita_rank.sh) on its own af_packet
-    port, runs allreduce_check (MPI_Allreduce of 1 KiB to 64 MiB, every element
+    port, runs tita-allreduce (MPI_Allreduce of 1 KiB to 64 MiB, every element
     checked): two ranks on the ends of a veth pair, then four whose veth pairs
     meet in a Linux bridge. Needs UCP over tita, which needs ud_verbs (see ucx())."""
     need_root("Open MPI over tita")
@@ -660,13 +660,13 @@ def mpi():
                "--mca", "btl", "^vader,tcp,openib,uct", "-x", "UCX_TLS", "-x", "UCX_NET_DEVICES",
                "-x", "TITA_RUN", "-x", "TITA_MPI_IFACES", "-x", "TITA_MPI_ARGS",
                os.path.join(os.path.dirname(os.path.abspath(__file__)), "tita_rank.sh"),
-               os.path.join(BUILD, "tests", "verbs", "allreduce_check")]
+               os.path.join(BUILD, "apps", "tita-allreduce")]
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
         print(f"{tag}:\n{r.stdout.strip()}")
         with open(os.path.join(WORK, f"mpirun-{ranks}.stderr.log"), "w") as f:  # the ranks' tita-run logs, whole
             f.write(r.stderr)
         if r.returncode != 0 or "all results right" not in r.stdout or f"# ranks {ranks};" not in r.stdout:
-            fail(f"mpirun -np {ranks} allreduce_check: rc {r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
+            fail(f"mpirun -np {ranks} tita-allreduce: rc {r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
 
     a, b = veth_pair("tmpi")
     try:

@@ -1,8 +1,8 @@
-/* allreduce_check: MPI_Allreduce (sum) of 1 KiB to 64 MiB between the ranks,
+/* tita-allreduce: MPI_Allreduce (sum) of 1 KiB to 64 MiB between the ranks,
  * every element of every result checked, with the time and the bus bandwidth
  * (nccl-tests' definition: algbw x 2(n-1)/n) of each size.
  *
- *   mpirun -np N allreduce_check [--min BYTES] [--max BYTES] [--iters K]
+ *   mpirun -np N tita-allreduce [--min BYTES] [--max BYTES] [--iters K]
  *
  * Rank r contributes element i = (r + 1) * (i % 65521 + 1) + iteration, as
  * 64-bit integers, so the sum is exact and a value placed at the wrong index,
@@ -33,17 +33,17 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[a], "--iters") == 0 && a + 1 < argc) {
       iters = atoi(argv[++a]);
     } else {
-      if (rank == 0) fprintf(stderr, "allreduce_check: unknown argument %s\n", argv[a]);
+      if (rank == 0) fprintf(stderr, "tita-allreduce: unknown argument %s\n", argv[a]);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
   if (min_bytes < sizeof(int64_t) || max_bytes < min_bytes || iters < 1) {
-    if (rank == 0) fprintf(stderr, "allreduce_check: need 8 <= --min <= --max and --iters >= 1\n");
+    if (rank == 0) fprintf(stderr, "tita-allreduce: need 8 <= --min <= --max and --iters >= 1\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int64_t *in = malloc(max_bytes), *out = malloc(max_bytes);
   if (in == NULL || out == NULL) {
-    fprintf(stderr, "allreduce_check: rank %d: no memory for %zu bytes\n", rank, max_bytes);
+    fprintf(stderr, "tita-allreduce: rank %d: no memory for %zu bytes\n", rank, max_bytes);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   /* The sum over ranks r of (r + 1) * k + iter = k * n(n+1)/2 + n * iter. */
@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
         const int64_t want = (int64_t)(i % 65521 + 1) * ranks_sum + (int64_t)size * it;
         if (out[i] != want) {
           if (bad < 3) {
-            fprintf(stderr, "allreduce_check: rank %d, %zu bytes, iteration %d: element %zu is %lld, want %lld\n",
+            fprintf(stderr, "tita-allreduce: rank %d, %zu bytes, iteration %d: element %zu is %lld, want %lld\n",
                     rank, bytes, it, i, (long long)out[i], (long long)want);
           }
           ++bad;
@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
   }
   free(in);
   free(out);
-  if (rank == 0) printf("allreduce_check: %s\n", bad_total == 0 ? "all results right" : "WRONG RESULTS");
+  if (rank == 0) printf("tita-allreduce: %s\n", bad_total == 0 ? "all results right" : "WRONG RESULTS");
   MPI_Finalize();
   return bad_total == 0 ? 0 : 1;
 }
