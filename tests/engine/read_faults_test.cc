@@ -139,6 +139,8 @@ TEST_P(ReadRing, ReadsBeyondTheRingCompleteAndNoneIsRefused) {
   RecordProperty("rerequests", std::to_string(rq.read_rerequests));
   RecordProperty("timeouts", std::to_string(rq.timeouts));
   RecordProperty("dup_received", std::to_string(resp.duplicates_received));
+  RecordProperty("tail_probes", std::to_string(rq.tail_probes));
+  RecordProperty("resp_tx", std::to_string(resp.tx_data_packets));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -292,7 +292,14 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
     qp.req.asked_psn = psn;
   }
   const uint16_t sport = qp.spraying() ? spray_pick(qp, w, psn, retransmission) : 0;
-  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, !w.needs_response(), sport);
+  // Every packet carries the trailer (when telemetry is on), READ and atomic
+  // requests too: a responder that only ever sees requests learns its peer
+  // is tita from them, as a requester does from the responses. Before, a READ
+  // stream between two titas ran as towards a plain peer both ways: the
+  // responder dropped the answers queued behind a repeated READ (a tita
+  // requester asks for holes only, so those READs then timed out) and the
+  // requester kept the loss window and go-back-N.
+  const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, true, sport);
   ++qp.cold.counters.tx_data_packets;
   qp.cold.counters.tx_payload_bytes += len;
   if (retransmission) ++qp.cold.counters.retransmitted_packets;

@@ -715,7 +715,7 @@ bool Engine::Impl::send_read_response(Qp& qp) {
     f.msn = qp.resp.msn;
     f.orig = job.orig;
     f.ecn = wire::kEcnNotEct;
-    const uint32_t frame_bytes = send_frame(qp, f, nullptr, 0, 0, false, false);
+    const uint32_t frame_bytes = send_frame(qp, f, nullptr, 0, 0, false, true);
     pace(qp, frame_bytes);
     note_sent(qp, psn_add(job.psn, 1));
     qp.cold.reads_head = (qp.cold.reads_head + 1) % static_cast<uint32_t>(qp.cold.reads.size());
@@ -732,7 +732,7 @@ bool Engine::Impl::send_read_response(Qp& qp) {
   f.syndrome = wire::aeth::ack();
   f.msn = qp.resp.msn;
   const wire::Segment seg{mr.at(job.va), len};
-  const uint32_t frame_bytes = send_frame(qp, f, &seg, len ? 1 : 0, len, mr.phantom, false);
+  const uint32_t frame_bytes = send_frame(qp, f, &seg, len ? 1 : 0, len, mr.phantom, true);
   ++qp.cold.counters.tx_data_packets;
   qp.cold.counters.tx_payload_bytes += len;
   qp.flow.on_send(now_ns, len);
