@@ -396,6 +396,7 @@ struct Responder {
   // ring) if every response of it has gone at least once: only a repeat of it
   // can then still be queued. False if not.
   bool drop_superseded() {
+    if (qp.resp.reads_count == 0) return false;  // no ring (max_dest_rd_atomic 0), or nothing in it
     const uint32_t size = static_cast<uint32_t>(qp.cold.reads.size());
     uint32_t oldest = 0;
     for (uint32_t k = 1; k < qp.resp.reads_count; ++k) {
