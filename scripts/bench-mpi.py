@@ -31,6 +31,8 @@ BUILD = os.path.join(ROOT, "build")
 RUN = os.path.join(BUILD, "apps", "tita-run")
 ALLREDUCE = os.path.join(BUILD, "apps", "tita-allreduce")
 A, B = "tbm0", "tbm1"
+sys.path.insert(0, os.path.join(ROOT, "tests", "verbs"))
+import veth  # noqa: E402
 
 
 def side(iface, ip, prefix):
@@ -86,13 +88,9 @@ def main():
     for f in (RUN, ALLREDUCE):
         if not os.path.exists(f):
             sys.exit(f"bench-mpi: {f} is missing (scripts/build.sh; tita-allreduce needs libopenmpi-dev)")
-    subprocess.run(["ip", "link", "del", A], capture_output=True)
-    used = {int(open(f"/sys/class/net/{d}/ifindex").read()) for d in os.listdir("/sys/class/net")}
-    i = next(i for i in range(6000, 0x8000) if i not in used and (i | 0x8000) not in used)
-    subprocess.run(["ip", "link", "add", A, "index", str(i), "type", "veth", "peer", "name", B, "index",
-                    str(i | 0x8000)], check=True)
-    for d in (A, B):
-        subprocess.run(["ip", "link", "set", d, "up"], check=True)
+    err = veth.make_pair(A, B)
+    if err is not None:
+        sys.exit(f"bench-mpi: cannot make a veth pair: {err}")
     write, bidir, busbw = [], [], []
     try:
         for r in range(a.rounds):

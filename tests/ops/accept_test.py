@@ -26,6 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from opscheck import check, finish  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "verbs"))
+import veth  # noqa: E402
 DOCTOR = os.path.join(HERE, "..", "..", "apps", "ops", "tita-doctor")
 
 
@@ -73,15 +75,9 @@ def accepted_or_starved(rc, rep, what):
 def accept_mpi(name, extra):
     """tita-doctor accept --tool mpi, one rank at each end of a veth pair."""
     a, b = f"tacc{name[0]}0", f"tacc{name[0]}1"
-    subprocess.run(["ip", "link", "del", a], capture_output=True)
-    # Interface numbers apart in bit 15: DPDK's af_packet fanout group is
-    # (pid ^ ifindex) & 0xffff (tests/verbs/run_verbs.py, veth_pair).
-    used = {int(open(f"/sys/class/net/{d}/ifindex").read()) for d in os.listdir("/sys/class/net")}
-    i = next(i for i in range(5000, 0x8000) if i not in used and (i | 0x8000) not in used)
-    subprocess.run(["ip", "link", "add", a, "index", str(i), "type", "veth", "peer", "name", b, "index",
-                    str(i | 0x8000)], check=True)
-    for dev in (a, b):
-        subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    err = veth.make_pair(a, b)
+    if err is not None:
+        return 2, {"findings": [], "results": {}, "error": f"cannot make a veth pair: {err}"}
     try:
         r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", "mpi",
                             "--server-eal", f"--file-prefix=acc-ms-{name} --vdev=net_af_packet0,iface={a},qdisc_bypass=0",

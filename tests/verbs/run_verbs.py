@@ -29,6 +29,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import veth  # noqa: E402
+
 BUILD, GROUP, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 TITA_RUN = os.path.join(BUILD, "apps", "tita-run")
 VERBS_CHECK = os.path.join(BUILD, "tests", "verbs", "verbs_check")
@@ -465,35 +468,15 @@ def pyverbs():
 UCX_ENV = {}
 
 
-def free_ifindex_pair():
-    """Two unused interface numbers that differ in bit 15 alone."""
-    used = {int(x) for x in os.listdir("/sys/class/net") and
-            [open(f"/sys/class/net/{n}/ifindex").read() for n in os.listdir("/sys/class/net")]}
-    for i in range(4100, 0x8000):
-        if i not in used and (i | 0x8000) not in used:
-            return i, i | 0x8000
-    return 4100, 4100 | 0x8000
-
-
 def veth_pair(name):
     """A veth pair for two af_packet ports: each process opens its end in any
     order (a memif or vhost pair wants its server side first, and ucx_perftest
     and MPI ranks open the device only once they have met over TCP)."""
     a, b = f"{name}0", f"{name}1"
-    subprocess.run(["ip", "link", "del", a], capture_output=True)
-    # Interface numbers far apart: DPDK's af_packet joins a fanout group
-    # numbered (pid ^ ifindex) & 0xffff, and two processes with consecutive
-    # pids on interfaces with consecutive numbers get the same group, which
-    # the kernel refuses for the second device (EINVAL: the port fails to
-    # probe). These numbers differ in bit 15 only.
-    index = [["index", str(i)] for i in free_ifindex_pair()]
-    r = subprocess.run(["ip", "link", "add", a] + index[0] + ["type", "veth", "peer", "name", b] + index[1],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"SKIP: cannot make a veth pair: {r.stderr.strip()}")
+    err = veth.make_pair(a, b)  # interface numbers far apart (veth.py says why)
+    if err is not None:
+        print(f"SKIP: cannot make a veth pair: {err}")
         sys.exit(77)
-    for dev in (a, b):
-        subprocess.run(["ip", "link", "set", dev, "up"], check=True)
     return a, b
 
 
@@ -614,7 +597,7 @@ def veth_bridge(name, n):
     """n veth pairs whose far ends join a Linux bridge (a switch for n af_packet
     ports); returns the near ends. Their interface numbers differ in bits 12-14
     (rank r: 0x1000 * (r + 1) + k), so no two tita-run processes with close pids
-    fall into one af_packet fanout group (veth_pair says why that matters)."""
+    fall into one af_packet fanout group (veth.py says why that matters)."""
     br = f"{name}br"
     subprocess.run(["ip", "link", "del", br], capture_output=True)
     r = subprocess.run(["ip", "link", "add", br, "type", "bridge"], capture_output=True, text=True)
