@@ -58,6 +58,8 @@ QP_SCALARS = {
     "int_records_received": ("tita_qp_int_records_received", "counter", "INT hop records echoed to this sender", 1),
     "rtt_samples": ("tita_qp_rtt_samples", "counter", "RTT samples taken", 1),
     "path_follows": ("tita_qp_path_follows", "counter", "Responses moved to the peer's new path (dodge value)", 1),
+    "ack_path_shifts": ("tita_qp_ack_path_shifts", "counter",
+                        "Responses moved to another path by a round of duplicate requests", 1),
 }
 # NAKs by kind and direction: (telemetry key, direction, kind).
 QP_NAKS = [("nak_seq_sent", "sent", "sequence"), ("nak_seq_received", "received", "sequence"),

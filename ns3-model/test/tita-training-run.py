@@ -5,6 +5,9 @@ seed. Checks that results.md, results.json and the breakdown plot are written,
 that every configuration finished its iteration, that no iteration is below
 its analytical bound, that the breakdown's parts add up to the iteration time,
 and that the fat-tree option places GPUs as servers (training_gpus.csv).
+Then the black-holed spine link (--only fault, 32 GPUs, 3 hash seeds): Hash
+Dodging and spraying finish the iteration in every seed (they hung in 2 of 3
+when the answers only followed the requests' dodge value: dodge.cc).
 
 Usage: tita-training-run.py BUILD_DIR WORKDIR
 """
@@ -64,6 +67,18 @@ for name, runs in res["runs"].items():
             gpus = list(csv.DictReader(f))
         check(len(gpus) == 16 and all(int(g["server"]) == int(g["rank"]) // 8 and int(g["gpu"]) == int(g["rank"]) % 8
                                       for g in gpus), f"{name}: 16 ranks, rank r on GPU r % 8 of server r / 8")
+
+r = subprocess.run([os.path.join(ROOT, "scripts", "training", "run.py"), "--build", BUILD,
+                    "--out", WORK, "--scale", "small", "--only", "fault"], capture_output=True, text=True, timeout=600)
+sys.stdout.write(r.stdout)
+sys.stderr.write(r.stderr)
+check(r.returncode == 0, "run.py --only fault exits 0")
+if r.returncode == 0:
+    res = json.load(open(os.path.join(WORK, "small", "results.json")))
+    for name in ("gpt-mr-tita-dodge-blackhole", "gpt-mr-tita-spray-blackhole"):
+        runs = res["runs"].get(name, [])
+        check(len(runs) == 3 and all(run["finished"] for run in runs),
+              f"{name}: the iteration finished in every seed ({sum(run['finished'] for run in runs)}/{len(runs)})")
 if failed:
     sys.exit(f"{len(failed)} check(s) failed")
 print("all checks passed")

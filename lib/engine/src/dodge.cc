@@ -41,7 +41,18 @@
 // from snd_una; selective repeat: the holes already resent once). The
 // responder side follows the peer: ACKs, NAKs and READ responses carry the
 // dodge value of the latest request received, so a failure of the reverse path
-// is dodged by the requester's change too. Per-QP counters count changes by
+// is dodged by the requester's change too. That alone fails when the two
+// directions hash apart: each switch hashes each direction its own way, so the
+// requests' value that avoids a dead link may be the one that sends the
+// answers into it (with two spines, every value kills one direction or the
+// other). The responder therefore has a say of its own: a request that comes
+// again says its answer was lost, and a round of them (a duplicate whose PSN
+// is not after the last duplicate's: the requester started over, from a
+// timeout, a probe or a re-asked READ) moves the answers one value on from
+// the one they follow (path_on_duplicate; a sprayed QP's echoed value too).
+// Requests that cross while the answers die reach the responder only on a
+// value whose forward path works, and each such round moves the answers on,
+// so some round finds a value that works both ways. Per-QP counters count changes by
 // reason; a hook sees each one. Nothing here runs per packet unless path
 // control is on for the QP, and nothing logs.
 #include <algorithm>
@@ -251,11 +262,40 @@ void Engine::Impl::path_check(Qp& qp) {
 void Engine::Impl::path_follow(Qp& qp, const wire::Packet& request) {
   PathState& p = *qp.cold.path;
   const uint16_t v = p.cfg.field == wire::DodgeField::kDscp ? request.dscp : request.udp().src_port.get();
-  const auto dodge = static_cast<uint16_t>(wire::dodge_get(p.mask, v));
+  const auto dodge = static_cast<uint16_t>(wire::dodge_advance(p.mask, wire::dodge_get(p.mask, v), qp.cold.ack_shift));
   if (dodge == p.resp_dodge) return;
   p.resp_dodge = dodge;
   p.resp_hdr.init(path_fields(qp, dodge));
   ++qp.cold.counters.path_follows;
+}
+
+void Engine::Impl::path_on_duplicate(Qp& qp, uint32_t psn) {
+  if (!qp.cold.path && !qp.spraying()) return;
+  QpCold& c = qp.cold;
+  const bool first = !c.dup_seen;
+  const bool round = first || !psn_before(c.dup_last_psn, psn);
+  c.dup_seen = true;
+  c.dup_last_psn = psn;
+  if (!round) return;
+  // The first round moves the answers; later ones only when the requester
+  // started over at or before where the round before it did: it has not
+  // heard us since. A requester that moved on between two rounds heard the
+  // answers on this value (a resend for nothing, not a dead path).
+  const bool stuck = first || !psn_before(c.dup_round_psn, psn);
+  c.dup_round_psn = psn;
+  if (!stuck) return;
+  ++qp.cold.ack_shift;  // wrapping at 256 is harmless: it only has to move
+  ++qp.cold.counters.ack_path_shifts;
+  if (qp.cold.path) {
+    PathState& p = *qp.cold.path;
+    p.resp_dodge = static_cast<uint16_t>(wire::dodge_next(p.mask, p.resp_dodge));
+    p.resp_hdr.init(path_fields(qp, p.resp_dodge));
+  }
+}
+
+uint16_t Engine::Impl::echo_sport(const Qp& qp, uint16_t arrived) const {
+  const uint16_t mask = qp.cold.spray->mask;
+  return wire::dodge_set(mask, arrived, wire::dodge_advance(mask, wire::dodge_get(mask, arrived), qp.cold.ack_shift));
 }
 
 void Engine::Impl::repath(Qp& qp, RepathReason why) {

@@ -467,6 +467,10 @@ struct Engine::Impl {
   void path_on_timeout(Qp& qp);
   void path_check(Qp& qp);   // the stall deadline passed
   void path_follow(Qp& qp, const wire::Packet& request);
+  // A duplicate request arrived: a round of them moves the QP's answers on (dodge.cc).
+  void path_on_duplicate(Qp& qp, uint32_t psn);
+  // The UDP source port a sprayed QP's ACK echoes for a request that came on `arrived`.
+  uint16_t echo_sport(const Qp& qp, uint16_t arrived) const;
   void repath(Qp& qp, RepathReason why);
 
   // ---- spray.cc (only while qp.spraying(), but spray_init)

@@ -401,6 +401,14 @@ struct QpCold {
   uint32_t refused_psn = 0;
   uint8_t refused_opcode = 0;
   uint32_t atomic_next = 0;
+  // The responder's half of path control (dodge.cc, path_on_duplicate): its
+  // responses go ack_shift dodge values on from the one they follow; moved
+  // at the first round of duplicates (one not after the last duplicate's
+  // PSN) and at each round that starts where the one before it did.
+  uint8_t ack_shift = 0;
+  bool dup_seen = false;
+  uint32_t dup_last_psn = 0;
+  uint32_t dup_round_psn = 0;  // where the latest round started
   cc::NpState np;  // CNP pacing: touched for CE-marked packets only
   RttProbe probe;  // the completer's
   // What the QP keeps in flight after loss, whatever its congestion control

@@ -117,7 +117,7 @@ struct Responder {
     e.ce_packets = qp.resp.ce_unacked;
     const uint8_t ttl = pkt.ip_version == 6 ? pkt.ipv6().hop_limit : pkt.ipv4().ttl;
     e.path_hops = ttl <= m.cfg.initial_ttl ? static_cast<uint8_t>(m.cfg.initial_ttl - ttl) : 0;
-    if (qp.spraying()) e.udp_sport = arrived_sport != 0 ? arrived_sport : pkt.udp().src_port.get();
+    if (qp.spraying()) e.udp_sport = m.echo_sport(qp, arrived_sport != 0 ? arrived_sport : pkt.udp().src_port.get());
     return e;
   }
 
@@ -141,6 +141,7 @@ struct Responder {
 
   Step duplicate() {
     ++qp.cold.counters.duplicates_received;
+    m.path_on_duplicate(qp, psn);
     if (op.kind == wire::Kind::kAtomic) {
       // Never executed twice (IBA 9.7.5.1.4): answered again from the saved
       // result, unless its answer is still queued; too old to remember: dropped.
@@ -225,8 +226,11 @@ struct Responder {
     }
     uint32_t* link = &qp.resp.ooo_head;
     while (*link != kNil && psn_diff(m.ooo[*link].psn, psn) < 0) link = &m.ooo[*link].next;
-    if (*link != kNil && m.ooo[*link].psn == psn) {  // already kept
+    if (*link != kNil && m.ooo[*link].psn == psn) {
+      // Already kept: the requester resent what our SACK said had arrived, so
+      // the SACK was lost. A duplicate for path control's reverse-path rule.
       m.ooo_release(slot);
+      m.path_on_duplicate(qp, psn);
       return;
     }
     OooSlot& s = m.ooo[slot];

@@ -251,6 +251,7 @@ struct QpCounters {
   uint64_t path_changes_throughput = 0;
   uint64_t path_changes_manual = 0;
   uint64_t path_follows = 0;             // responses moved to the peer's new dodge value
+  uint64_t ack_path_shifts = 0;          // responses moved on by a round of duplicate requests (their path failed)
   uint64_t spurious_stalls = 0;          // stall repaths after which the old path delivered (stall window doubled)
 };
 
@@ -395,6 +396,7 @@ void for_each_qp_value(const QpInfo& info, const QpCounters& q, F&& f) {
   f("path_changes_throughput", q.path_changes_throughput);
   f("path_changes_manual", q.path_changes_manual);
   f("path_follows", q.path_follows);
+  f("ack_path_shifts", q.ack_path_shifts);
 }
 
 }  // namespace tita::engine

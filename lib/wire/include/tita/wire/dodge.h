@@ -69,9 +69,13 @@ constexpr uint16_t dodge_set(uint16_t mask, uint16_t field_value, uint32_t dodge
   return static_cast<uint16_t>((field_value & ~mask) | ((dodge << __builtin_ctz(mask)) & mask));
 }
 
-// The dodge value a sender moves to from `dodge`: the next one, cyclically.
+// The dodge value `steps` on from `dodge`, cyclically; the one a sender moves
+// to on a path change is the next.
 // Switches guarantee that this step changes their choice whenever they have
 // two or more next hops (fabric::ecmp_select).
-constexpr uint32_t dodge_next(uint16_t mask, uint32_t dodge) { return (dodge + 1) % dodge_values(mask); }
+constexpr uint32_t dodge_advance(uint16_t mask, uint32_t dodge, uint32_t steps) {
+  return (dodge + steps) % dodge_values(mask);
+}
+constexpr uint32_t dodge_next(uint16_t mask, uint32_t dodge) { return dodge_advance(mask, dodge, 1); }
 
 }  // namespace tita::wire
