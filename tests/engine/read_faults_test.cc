@@ -99,6 +99,42 @@ struct RingCase {
   Recovery recovery;
 };
 
+// Selective repeat between titas: the last three responses of a READ are
+// lost. Nothing comes after them to show a gap, so only the tail-loss probe
+// (a few round trips) or the timeout (67 ms here) can find them: the probe
+// asks the READ again from its first missing response, and the READ
+// completes long before the timeout would have fired.
+TEST(ReadTail, ALostTailOfResponsesIsProbedNotTimedOut) {
+  constexpr uint32_t kRead = 64 * 1024;
+  QpAttr attr;
+  attr.path_mtu = kMtu;
+  attr.timeout = 14;  // 67 ms
+  attr.recovery = Recovery::kSelectiveRepeat;
+  Pair p(10'000'000'000, 5'000, 2 * kRead, attr, 3);
+  for (uint32_t i = 0; i < kRead; ++i) p.side[1].buf[kRead + i] = static_cast<uint8_t>(i * 7 + (i >> 8));
+  uint32_t responses = 0;
+  p.net.set_faults(1, 0, {.drop_if = [&](const std::vector<uint8_t>& f) {
+                            if (f.size() < 200) return false;  // ACKs
+                            ++responses;
+                            return responses > kRead / kMtu - 3 && responses <= kRead / kMtu;
+                          }});
+  Sge sge{p.side[0].mr.addr, kRead, p.side[0].mr.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaRead;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.rdma.remote_addr = p.side[1].mr.addr + kRead;
+  wr.rdma.rkey = p.side[1].mr.rkey;
+  ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
+  ASSERT_TRUE(p.run(1, 0, p.net.now() + 1'000'000'000)) << p.describe();
+  EXPECT_EQ(p.completions[0][0].status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data() + kRead, kRead), 0);
+  const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
+  EXPECT_EQ(q.timeouts, 0u) << p.describe();
+  EXPECT_EQ(q.tail_probes, 1u);
+  EXPECT_LT(p.net.now(), 10'000'000u);  // well before the 67 ms timeout
+}
+
 class ReadRing : public testing::TestWithParam<RingCase> {};
 
 TEST_P(ReadRing, ReadsBeyondTheRingCompleteAndNoneIsRefused) {

@@ -131,6 +131,7 @@ struct Completer {
       sampled = true;
       qp.cold.probe.armed = false;  // a probe sent before we knew the peer echoes
       s.rtt_ns = static_cast<uint32_t>(m.now_ns) - t->ts_ns.get();
+      m.rtt_smooth(qp.cold.probe, s.rtt_ns);  // the tail-loss probe's clock
       s.ce_packets = t->ce_packets;
       qp.cold.counters.ce_echoed += t->ce_packets;
       s.n_hops = t->hops();
@@ -502,14 +503,16 @@ void Engine::Impl::arm_rto(Qp& qp) {
   const uint32_t shift = std::min<uint32_t>(qp.cold.attr.timeout + qp.comp.backoff, 31);
   const uint64_t rto = uint64_t{4096} << shift;
   // Tail-loss probe, towards a go-back-N peer not known to be tita (the loss
-  // window started for it): when the last packets of a flight or their ACKs
-  // are lost, nothing behind them brings a sequence NAK, and the IBA timeout
-  // (67 ms at perftest's 14, doubling) would be all that is left. Once per
-  // progress, the first wait is a few measured round trips instead; what it
-  // resends a duplicate-aware responder ACKs again (IBA 9.9.1.1), so an early
-  // probe costs at most a loss window of resends.
+  // window started for it) and in selective repeat between titas: when the
+  // last packets of a flight (or the last READ responses) or their ACKs are
+  // lost, nothing behind them brings a NAK, a SACK or a response gap, and the
+  // IBA timeout (67 ms at perftest's 14, doubling) would be all that is left.
+  // Once per progress, the first wait is a few measured round trips instead;
+  // what it resends a duplicate-aware responder ACKs again (IBA 9.9.1.1), so an
+  // early probe costs at most a loss window of resends (go-back-N) or one
+  // packet and a re-asked READ (selective repeat).
   const uint64_t srtt = qp.cold.probe.srtt_ns;
-  const bool probe = !qp.selective() && qp.loss().started() && !qp.comp.probed && srtt != 0;
+  const bool probe = (qp.selective() || qp.loss().started()) && !qp.comp.probed && srtt != 0;
   const uint64_t pto = std::max({kTailProbeMinNs, kTailProbeRtts * srtt, srtt + 4 * qp.cold.probe.rttvar_ns});
   qp.comp.tail_probe = probe && pto < rto;
   qp.comp.rto_deadline_ns = now_ns + (qp.comp.tail_probe ? pto : rto);
@@ -523,6 +526,24 @@ void Engine::Impl::on_timeout(Qp& qp) {
     qp.comp.tail_probe = false;
     qp.comp.probed = true;
     ++qp.cold.counters.tail_probes;
+    if (qp.selective()) {
+      // RFC 8985's probe: the last thing sent, again, whose answer tells what
+      // else is missing. The last READ part still missing responses is asked
+      // again from its first missing one (a lost tail of responses brings no
+      // gap; those of earlier parts show as gaps once its answer comes), or
+      // else the last packet is resent.
+      for (uint32_t n = qp.req.parts_tail; n != qp.comp.parts_head; --n) {
+        ReadPart& part = qp.part(n - 1);
+        const uint32_t hole = part.first_missing();
+        if (hole >= part.npkts || part.rereq) continue;
+        Completer{*this, qp}.declare_lost(part, hole);
+        arm_rto(qp);
+        return;
+      }
+      mark_lost(qp, psn_add(qp.req.snd_max, wire::kPsnMask), /*again=*/true);
+      arm_rto(qp);
+      return;
+    }
     qp.flow.on_loss(now_ns, {qp.req.nxt_bytes - qp.comp.una_bytes, qp.inflight_bytes()});
     if (qp.loss().on_loss(loss_in_flight(qp))) ++qp.cold.counters.loss_window_cuts;
     rewind(qp, qp.comp.snd_una);
@@ -575,7 +596,9 @@ void Engine::Impl::on_rnr_wait_over(Qp& qp) {
 
 void Engine::Impl::probe_sent(Qp& qp, uint32_t psn, bool read) {
   RttProbe& p = qp.cold.probe;
-  if (qp.peer_tita || p.armed) return;  // a tita peer echoes a timestamp in every ACK
+  // A tita peer echoes a timestamp in every ACK; its READ responses echo none,
+  // so a READ is still timed (for the tail-loss probe's clock).
+  if ((qp.peer_tita && !read) || p.armed) return;
   p.armed = true;
   p.read = read;
   p.psn = psn;
@@ -583,8 +606,11 @@ void Engine::Impl::probe_sent(Qp& qp, uint32_t psn, bool read) {
 }
 
 void Engine::Impl::probe_answered(Qp& qp, uint64_t rtt_ns) {
-  RttProbe& p = qp.cold.probe;
-  p.armed = false;
+  qp.cold.probe.armed = false;
+  rtt_smooth(qp.cold.probe, rtt_ns);
+}
+
+void Engine::Impl::rtt_smooth(RttProbe& p, uint64_t rtt_ns) {
   if (p.srtt_ns == 0) {  // RFC 6298, 2.2 and 2.3
     p.srtt_ns = rtt_ns;
     p.rttvar_ns = rtt_ns / 2;

@@ -431,6 +431,8 @@ struct Engine::Impl {
   // peer echoes no telemetry; `resent`: a PSN from psn on goes out again (Karn).
   void probe_sent(Qp& qp, uint32_t psn, bool read = false);
   void probe_answered(Qp& qp, uint64_t rtt_ns);
+  // RFC 6298's smoothing of one RTT sample into the tail-loss probe's clock.
+  static void rtt_smooth(RttProbe& p, uint64_t rtt_ns);
   void probe_void_from(Qp& qp, uint32_t psn);
 
   // ---- responder.cc: writes qp.resp

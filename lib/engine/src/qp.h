@@ -313,7 +313,9 @@ struct CompState {
 // RTT measured by the completer toward a peer that echoes no telemetry (rxe,
 // a RoCE NIC): one probe at a time, an AckReq packet sent once and answered by
 // an ACK; a resend of it voids the probe (Karn), so loss never inflates a
-// sample. Once per round trip: cold.
+// sample. Once per round trip: cold. Toward a tita peer only READ requests are
+// timed (their responses echo nothing) and every echoed timestamp feeds the
+// smoothed RTT: the tail-loss probe's clock either way.
 struct RttProbe {
   bool armed = false;
   // A READ request's, timed to its first response: for the tail-loss probe's
