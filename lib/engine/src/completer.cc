@@ -527,20 +527,20 @@ void Engine::Impl::on_timeout(Qp& qp) {
     qp.comp.probed = true;
     ++qp.cold.counters.tail_probes;
     if (qp.selective()) {
-      // RFC 8985's probe: the last thing sent, again, whose answer tells what
-      // else is missing. The last READ part still missing responses is asked
-      // again from its first missing one (a lost tail of responses brings no
-      // gap; those of earlier parts show as gaps once its answer comes), or
-      // else the last packet is resent.
-      for (uint32_t n = qp.req.parts_tail; n != qp.comp.parts_head; --n) {
-        ReadPart& part = qp.part(n - 1);
+      // RFC 8985's probe: the last packet again, whose answer tells what else
+      // is missing. READ responses run in PSN order on one path, so a probe's
+      // worth of silence says every response still missing is lost (a tail
+      // of them brings no gap, nor does a re-request answered by nothing):
+      // each open READ part is asked again from its first missing response.
+      bool asked = false;
+      for (uint32_t n = qp.comp.parts_head; n != qp.req.parts_tail; ++n) {
+        ReadPart& part = qp.part(n);
         const uint32_t hole = part.first_missing();
         if (hole >= part.npkts || part.rereq) continue;
         Completer{*this, qp}.declare_lost(part, hole);
-        arm_rto(qp);
-        return;
+        asked = true;
       }
-      mark_lost(qp, psn_add(qp.req.snd_max, wire::kPsnMask), /*again=*/true);
+      if (!asked) mark_lost(qp, psn_add(qp.req.snd_max, wire::kPsnMask), /*again=*/true);
       arm_rto(qp);
       return;
     }
