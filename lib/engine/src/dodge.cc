@@ -46,10 +46,13 @@
 // requests' value that avoids a dead link may be the one that sends the
 // answers into it (with two spines, every value kills one direction or the
 // other). The responder therefore has a say of its own: a request that comes
-// again says its answer was lost, and a round of them (a duplicate whose PSN
-// is not after the last duplicate's: the requester started over, from a
-// timeout, a probe or a re-asked READ) moves the answers one value on from
-// the one they follow (path_on_duplicate; a sprayed QP's echoed value too).
+// again (or a resend of a packet kept out of order: its SACK was lost) says
+// its answer was lost, and a round of them (a duplicate whose PSN is not after
+// the last duplicate's: the requester started over, from a timeout, a probe or
+// a re-asked READ) moves the answers one value on from the one they follow
+// (path_on_duplicate; a sprayed QP's echoed value too): the first round, and
+// then a round only if it starts where the one before it did (a requester that
+// moved on in between heard the answers).
 // Requests that cross while the answers die reach the responder only on a
 // value whose forward path works, and each such round moves the answers on,
 // so some round finds a value that works both ways. Per-QP counters count changes by

@@ -427,8 +427,9 @@ struct Engine::Impl {
   // fails with RETRY_EXC_ERR, counted, and the host hears of it once.
   void retry_exceeded(Qp& qp, uint32_t failed, bool by_nak);
   void on_rnr_wait_over(Qp& qp);
-  // The requester sent an AckReq packet: an RTT probe, if none is out and the
-  // peer echoes no telemetry; `resent`: a PSN from psn on goes out again (Karn).
+  // The requester sent an AckReq packet or a READ request: an RTT probe, if
+  // none is out and the peer echoes no telemetry in answer to it (READ
+  // responses never do); probe_void_from: a PSN from psn on goes out again (Karn).
   void probe_sent(Qp& qp, uint32_t psn, bool read = false);
   void probe_answered(Qp& qp, uint64_t rtt_ns);
   // RFC 6298's smoothing of one RTT sample into the tail-loss probe's clock.
