@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pair.h"
+#include "workload.h"
 
 namespace tita::test {
 namespace {
@@ -28,6 +29,37 @@ constexpr uint32_t kMsg = 1u << 20;
 constexpr uint32_t kReads = 16;
 constexpr uint32_t kMtu = 1024;
 
+// Side 0 posts n READs (or WRITEs) of len bytes, wr_id k for the k-th,
+// between the first half of its buffer and the second half of side 1's; the
+// source half holds a pattern.
+void post_ops(Pair& p, WrOpcode op, uint32_t n, uint32_t len) {
+  const uint64_t half = uint64_t{n} * len;
+  fill_pattern(op == WrOpcode::kRdmaRead ? p.side[1].buf.data() + half : p.side[0].buf.data(), half, 29);
+  for (uint32_t k = 0; k < n; ++k) {
+    Sge sge{p.side[0].mr.addr + uint64_t{k} * len, len, p.side[0].mr.lkey};
+    SendWr wr;
+    wr.wr_id = k;
+    wr.opcode = op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.rdma.remote_addr = p.side[1].mr.addr + half + uint64_t{k} * len;
+    wr.rdma.rkey = p.side[1].mr.rkey;
+    ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
+  }
+}
+
+// Runs until the n operations of post_ops complete (or deadline_ns pass),
+// then checks each completion, in order, and every byte.
+void expect_intact(Pair& p, uint32_t n, uint32_t len, uint64_t deadline_ns) {
+  ASSERT_TRUE(p.run(n, 0, p.net.now() + deadline_ns)) << p.describe();
+  for (uint32_t k = 0; k < n; ++k) {
+    EXPECT_EQ(p.completions[0][k].wr_id, k);
+    EXPECT_EQ(p.completions[0][k].status, WcStatus::kSuccess) << p.describe();
+  }
+  const uint64_t half = uint64_t{n} * len;
+  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data() + half, half), 0);
+}
+
 class ReadFaults : public testing::TestWithParam<ReadCase> {};
 
 TEST_P(ReadFaults, SixteenMegabyteReadsCompleteIntact) {
@@ -41,27 +73,10 @@ TEST_P(ReadFaults, SixteenMegabyteReadsCompleteIntact) {
     if (c.plain_peer) e.telemetry = false;
   };
   // Side 0 reads side 1's second half into its own first half.
-  const uint64_t half = uint64_t{kMsg} * kReads;
-  Pair p(10'000'000'000, 5'000, 2 * half, attr, 7, tweak);
-  for (uint64_t i = 0; i < half; ++i) p.side[1].buf[half + i] = static_cast<uint8_t>(i * 131 + (i >> 12));
+  Pair p(10'000'000'000, 5'000, 2 * uint64_t{kMsg} * kReads, attr, 7, tweak);
   p.net.set_faults_both(c.faults);
-  for (uint32_t k = 0; k < kReads; ++k) {
-    Sge sge{p.side[0].mr.addr + uint64_t{k} * kMsg, kMsg, p.side[0].mr.lkey};
-    SendWr wr;
-    wr.wr_id = k;
-    wr.opcode = WrOpcode::kRdmaRead;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.rdma.remote_addr = p.side[1].mr.addr + half + uint64_t{k} * kMsg;
-    wr.rdma.rkey = p.side[1].mr.rkey;
-    ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
-  }
-  ASSERT_TRUE(p.run(kReads, 0, p.net.now() + 60'000'000'000)) << p.describe();
-  for (uint32_t k = 0; k < kReads; ++k) {
-    EXPECT_EQ(p.completions[0][k].wr_id, k);
-    EXPECT_EQ(p.completions[0][k].status, WcStatus::kSuccess) << p.describe();
-  }
-  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data() + half, half), 0);
+  post_ops(p, WrOpcode::kRdmaRead, kReads, kMsg);
+  expect_intact(p, kReads, kMsg, 60'000'000'000);
   const QpCounters& req = *p.eng(0).qp_counters(p.side[0].qp);
   const QpCounters& resp = *p.eng(1).qp_counters(p.side[1].qp);
   EXPECT_EQ(req.retry_exceeded, 0u);
@@ -111,24 +126,14 @@ TEST(ReadTail, ALostTailOfResponsesIsProbedNotTimedOut) {
   attr.timeout = 14;  // 67 ms
   attr.recovery = Recovery::kSelectiveRepeat;
   Pair p(10'000'000'000, 5'000, 2 * kRead, attr, 3);
-  for (uint32_t i = 0; i < kRead; ++i) p.side[1].buf[kRead + i] = static_cast<uint8_t>(i * 7 + (i >> 8));
   uint32_t responses = 0;
   p.net.set_faults(1, 0, {.drop_if = [&](const std::vector<uint8_t>& f) {
                             if (f.size() < 200) return false;  // ACKs
                             ++responses;
                             return responses > kRead / kMtu - 3 && responses <= kRead / kMtu;
                           }});
-  Sge sge{p.side[0].mr.addr, kRead, p.side[0].mr.lkey};
-  SendWr wr;
-  wr.opcode = WrOpcode::kRdmaRead;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.rdma.remote_addr = p.side[1].mr.addr + kRead;
-  wr.rdma.rkey = p.side[1].mr.rkey;
-  ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
-  ASSERT_TRUE(p.run(1, 0, p.net.now() + 1'000'000'000)) << p.describe();
-  EXPECT_EQ(p.completions[0][0].status, WcStatus::kSuccess);
-  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data() + kRead, kRead), 0);
+  post_ops(p, WrOpcode::kRdmaRead, 1, kRead);
+  expect_intact(p, 1, kRead, 1'000'000'000);
   const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
   EXPECT_EQ(q.timeouts, 0u) << p.describe();
   EXPECT_EQ(q.tail_probes, 1u);
@@ -147,27 +152,10 @@ TEST_P(ReadRing, ReadsBeyondTheRingCompleteAndNoneIsRefused) {
   attr.max_rd_atomic = 64;
   attr.max_dest_rd_atomic = 64;
   attr.recovery = c.recovery;
-  const uint64_t half = uint64_t{kSmall} * kMany;
-  Pair p(1'000'000'000, 5'000, 2 * half, attr, 5);
-  for (uint64_t i = 0; i < half; ++i) p.side[1].buf[half + i] = static_cast<uint8_t>(i * 29 + (i >> 9));
+  Pair p(1'000'000'000, 5'000, 2 * uint64_t{kSmall} * kMany, attr, 5);
   p.net.set_faults_both(c.faults);
-  for (uint32_t k = 0; k < kMany; ++k) {
-    Sge sge{p.side[0].mr.addr + uint64_t{k} * kSmall, kSmall, p.side[0].mr.lkey};
-    SendWr wr;
-    wr.wr_id = k;
-    wr.opcode = WrOpcode::kRdmaRead;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.rdma.remote_addr = p.side[1].mr.addr + half + uint64_t{k} * kSmall;
-    wr.rdma.rkey = p.side[1].mr.rkey;
-    ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
-  }
-  ASSERT_TRUE(p.run(kMany, 0, p.net.now() + 60'000'000'000)) << p.describe();
-  for (uint32_t k = 0; k < kMany; ++k) {
-    EXPECT_EQ(p.completions[0][k].wr_id, k);
-    EXPECT_EQ(p.completions[0][k].status, WcStatus::kSuccess) << p.describe();
-  }
-  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data() + half, half), 0);
+  post_ops(p, WrOpcode::kRdmaRead, kMany, kSmall);
+  expect_intact(p, kMany, kSmall, 60'000'000'000);
   const QpCounters& resp = *p.eng(1).qp_counters(p.side[1].qp);
   EXPECT_EQ(resp.nak_invalid_sent, 0u) << p.describe();
   RecordProperty("superseded", std::to_string(resp.read_jobs_superseded));
@@ -201,24 +189,11 @@ TEST(WriteFaults, GoBackNWithoutCongestionControlDoesNotFlood) {
   QpAttr attr;
   attr.path_mtu = kMtu;
   attr.timeout = 10;
-  const uint64_t half = uint64_t{kMsg} * kReads;
-  Pair p(10'000'000'000, 5'000, 2 * half, attr, 11, [](EngineConfig& e, int) { e.telemetry = false; });
-  for (uint64_t i = 0; i < half; ++i) p.side[0].buf[i] = static_cast<uint8_t>(i * 7 + (i >> 10));
+  Pair p(10'000'000'000, 5'000, 2 * uint64_t{kMsg} * kReads, attr, 11,
+         [](EngineConfig& e, int) { e.telemetry = false; });
   p.net.set_faults_both({.loss = 0.03});
-  for (uint32_t k = 0; k < kReads; ++k) {
-    Sge sge{p.side[0].mr.addr + uint64_t{k} * kMsg, kMsg, p.side[0].mr.lkey};
-    SendWr wr;
-    wr.wr_id = k;
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.rdma.remote_addr = p.side[1].mr.addr + half + uint64_t{k} * kMsg;
-    wr.rdma.rkey = p.side[1].mr.rkey;
-    ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
-  }
-  ASSERT_TRUE(p.run(kReads, 0, p.net.now() + 60'000'000'000)) << p.describe();
-  for (const WorkCompletion& wc : p.completions[0]) EXPECT_EQ(wc.status, WcStatus::kSuccess) << p.describe();
-  EXPECT_EQ(std::memcmp(p.side[1].buf.data() + half, p.side[0].buf.data(), half), 0);
+  post_ops(p, WrOpcode::kRdmaWrite, kReads, kMsg);
+  expect_intact(p, kReads, kMsg, 60'000'000'000);
   const QpCounters& q = *p.eng(0).qp_counters(p.side[0].qp);
   const double ratio = static_cast<double>(q.tx_data_packets) / (double{kReads} * (kMsg / kMtu));
   EXPECT_GT(q.loss_window_cuts, 0u);
