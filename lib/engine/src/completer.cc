@@ -510,7 +510,7 @@ void Engine::Impl::arm_rto(Qp& qp) {
   // Once per progress, the first wait is a few measured round trips instead;
   // what it resends a duplicate-aware responder ACKs again (IBA 9.9.1.1), so an
   // early probe costs at most a loss window of resends (go-back-N) or one
-  // packet and a re-asked READ (selective repeat).
+  // packet, or the responses still missing of the open READs (selective repeat).
   const uint64_t srtt = qp.cold.probe.srtt_ns;
   const bool probe = (qp.selective() || qp.loss().started()) && !qp.comp.probed && srtt != 0;
   const uint64_t pto = std::max({kTailProbeMinNs, kTailProbeRtts * srtt, srtt + 4 * qp.cold.probe.rttvar_ns});
