@@ -93,7 +93,9 @@ struct Completer {
     qp.comp.probed = false;
     // The loss window grows by what snd_una passed, READ responses included
     // (they count once their part, and every part before it, is complete).
-    if (!qp.selective()) qp.loss().on_acked(psn_distance(una, old_una));
+    // In selective repeat only READs cut it (declare_lost), so nothing else
+    // switches it on there.
+    qp.loss().on_acked(psn_distance(una, old_una));
     m.arm_rto(qp);
     const uint64_t acked = qp.comp.una_bytes - old_bytes;
     if (qp.cold.path) m.path_on_una(qp);
@@ -558,7 +560,7 @@ void Engine::Impl::on_timeout(Qp& qp) {
   --qp.comp.retry_left;
   qp.comp.backoff = static_cast<uint8_t>(std::min(qp.comp.backoff + 1, 8));
   qp.flow.on_timeout(now_ns);
-  if (!qp.selective()) {
+  if (!qp.selective() || qp.parts_open() > 0) {  // (selective repeat: for its READs, loss_allows)
     qp.loss().on_timeout(loss_in_flight(qp));
     ++qp.cold.counters.loss_window_cuts;
   }
