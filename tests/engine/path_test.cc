@@ -359,13 +359,22 @@ TEST_F(PathControl, RnrWaitIsNotAStall) {
   EXPECT_EQ(counters().path_changes, 0u);
 }
 
-TEST_F(PathControl, NoStallBeforeThePeerEverAnswered) {
+TEST_F(PathControl, BeforeThePeerEverAnsweredAStallTakesEightWindows) {
   make(only_stall());
+  const uint64_t t0 = now;
   ASSERT_EQ(post(WrOpcode::kRdmaWrite, 100), 0);
-  run_to(now + 10 * kStallNs);
-  // Expect: a QP that never got through waits for its RTO (4.096 us x 2^16).
+  ASSERT_EQ(sent().size(), 1u);
+  run_to(t0 + 8 * kStallNs - 64);
+  // Expect: a QP that never got through (no RTT measured, the path unproven)
+  // gives its first answer 8 windows, far less than its RTO (4.096 us x 2^16).
   EXPECT_EQ(counters().path_changes, 0u);
-  EXPECT_EQ(sent().size(), 1u);
+  EXPECT_TRUE(sent().empty());
+  run_to(t0 + 8 * kStallNs + 64);
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].udp().src_port.get(), dodged(1));
+  EXPECT_EQ(counters().path_changes_stall, 1u);
+  EXPECT_EQ(counters().timeouts, 0u);
 }
 
 TEST_F(PathControl, TimeoutRepathsAndRestartsTheBackoff) {
@@ -671,13 +680,15 @@ TEST(PathTransfer, EveryPathDeadEndsInAnErrorNotAHang) {
   SimNet& net = d.pair->net;
   net.set_faults(0, 1, {.drop_if = [](const std::vector<uint8_t>&) { return true; }});
   d.write(1u << 20, 1'000'000'000);
-  // Expect: nothing ever got through, so no stall rule: each of the seven RTOs
-  // (4.2 ms, backoff reset by each path change) moves the path, the eighth
-  // fails the WR with RETRY_EXC_ERR, at 8 x 4.2 ms.
+  // Expect: nothing ever got through: stall repaths at 8 windows and more
+  // (doubling per stall) and each of the seven RTOs (4.2 ms, backoff reset
+  // by each path change) move the path; the eighth RTO fails the WR with
+  // RETRY_EXC_ERR, within 8 x 4.2 ms.
   ASSERT_EQ(d.pair->completions[0].size(), 1u);
   EXPECT_EQ(d.pair->completions[0][0].status, WcStatus::kRetryExcErr);
   EXPECT_EQ(d.counters(0).path_changes_timeout, 7u);
-  EXPECT_EQ(d.counters(0).path_changes, 7u);
+  EXPECT_GT(d.counters(0).path_changes_stall, 0u);
+  EXPECT_EQ(d.counters(0).timeouts, 8u);
   EXPECT_LT(net.now(), 100'000'000u);
 }
 

@@ -29,6 +29,11 @@ constexpr uint32_t kMsg = 1u << 20;
 constexpr uint32_t kReads = 16;
 constexpr uint32_t kMtu = 1024;
 
+// A test's name for its recovery parameter.
+std::string recovery_name(const testing::TestParamInfo<Recovery>& i) {
+  return i.param == Recovery::kSelectiveRepeat ? "SelectiveRepeat" : "GoBackN";
+}
+
 // Side 0 posts n READs (or WRITEs) of len bytes, wr_id k for the k-th,
 // between the first half of its buffer and the second half of side 1's; the
 // source half holds a pattern.
@@ -229,9 +234,7 @@ TEST_P(ReadOverrun, AReceiverSlowerThanTheLinkIsNotFlooded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engine, ReadOverrun, testing::Values(Recovery::kSelectiveRepeat, Recovery::kGoBackN),
-                         [](const testing::TestParamInfo<Recovery>& i) {
-                           return std::string(i.param == Recovery::kSelectiveRepeat ? "SelectiveRepeat" : "GoBackN");
-                         });
+                         recovery_name);
 
 // Go-back-N WRITEs toward a plain peer with no congestion control ("none",
 // the default) under 3% loss each way: the loss window keeps what a NAK makes

@@ -514,6 +514,9 @@ void Engine::Impl::arm_rto(Qp& qp) {
   // early probe costs at most a loss window of resends (go-back-N) or one
   // packet, or the responses still missing of the open READs (selective repeat).
   const uint64_t srtt = qp.cold.probe.srtt_ns;
+  // (Not go-back-N between titas: there an early probe resends the flight,
+  // and a sender whose NIC queues behind a capped rate probed early all the
+  // time: tita-doctor accept's capped pair, 4,500-5,200 packets resent.)
   const bool probe = (qp.selective() || qp.loss().started()) && !qp.comp.probed && srtt != 0;
   const uint64_t pto = std::max({kTailProbeMinNs, kTailProbeRtts * srtt, srtt + 4 * qp.cold.probe.rttvar_ns});
   qp.comp.tail_probe = probe && pto < rto;

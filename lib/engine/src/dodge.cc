@@ -10,12 +10,13 @@
 //
 // Rules, each off when its threshold is 0 (PathConfig):
 //   timeout     `timeouts` consecutive RTOs (PRR).
-//   stall       once the peer has acknowledged something (a QP that never got
-//               through is the RTO's case), data outstanding and the
-//               responder's cumulative ACK unmoved for
-//               W = max(stall_min_ns, stall_rtts x max(srtt, base RTT)) plus
-//               ack_req_every packet times at the CC rate, doubled per stall
-//               repath without progress (up to 16 W). Faster than the IB RTO,
+//   stall       data outstanding and the responder's cumulative ACK unmoved
+//               for W = max(stall_min_ns, stall_rtts x max(srtt, base RTT))
+//               plus ack_req_every packet times at the CC rate, doubled per
+//               stall repath without progress (up to 16 W); 8 W while the
+//               peer has never answered (no RTT measured yet, the path
+//               unproven: a fresh QP behind a dead link moves long before
+//               its RTO, a slow first answer rarely costs a move). Faster than the IB RTO,
 //               whose 4.096 us x 2^timeout is sized for the worst fabric. When
 //               the first RTT sample after a stall repath comes from a packet
 //               sent before it (the echoed timestamp says so: the old path was
@@ -84,6 +85,7 @@ std::string_view to_string(RepathReason r) {
 namespace {
 
 constexpr uint8_t kMaxStallDoublings = 4;
+constexpr uint8_t kUnansweredDoublings = 3;  // 8 W before the peer's first answer
 constexpr uint8_t kMaxPatience = 6;
 
 
@@ -99,7 +101,7 @@ uint64_t stall_window(const Qp& qp, const EngineConfig& cfg) {
   const uint64_t rate = std::max<uint64_t>(qp.flow.rate_bps(), 1'000'000);
   const uint64_t packet_ns = uint64_t{qp.mtu() + 100} * 8'000'000'000ull / rate;
   const uint64_t w = std::max(p.cfg.stall_min_ns, p.cfg.stall_rtts * rtt_ref(qp, cfg)) + cfg.ack_req_every * packet_ns;
-  return w << (std::min(p.stalls, kMaxStallDoublings) + p.patience);
+  return w << (std::min(p.stalls, kMaxStallDoublings) + p.patience + (p.progressed ? 0 : kUnansweredDoublings));
 }
 
 void new_window(Qp& qp, uint64_t now_ns) {
@@ -150,7 +152,7 @@ void Engine::Impl::path_on_send(Qp& qp, uint32_t payload_len) {
   }
   if (p.win_start_ns == kNever) new_window(qp, now_ns);
   p.win_sent_bytes += payload_len;
-  if (p.cfg.stall_rtts != 0 && p.progressed && (empty || p.deadline_ns == kNever)) {
+  if (p.cfg.stall_rtts != 0 && (empty || p.deadline_ns == kNever)) {
     p.deadline_ns = std::min(p.deadline_ns, p.progress_ns + stall_window(qp, cfg));
   }
 }
@@ -158,9 +160,13 @@ void Engine::Impl::path_on_send(Qp& qp, uint32_t payload_len) {
 void Engine::Impl::path_on_progress(Qp& qp) {
   PathState& p = *qp.cold.path;
   p.progress_ns = now_ns;
-  p.progressed = true;
   p.stalls = 0;
   p.timeouts = 0;
+  if (!p.progressed) {
+    // The first answer: the deadline armed at 8 W gives way to W.
+    p.progressed = true;
+    if (p.cfg.stall_rtts != 0 && qp.comp.snd_una != qp.req.snd_max) p.deadline_ns = now_ns + stall_window(qp, cfg);
+  }
 }
 
 void Engine::Impl::path_on_una(Qp& qp) {
@@ -241,7 +247,7 @@ void Engine::Impl::path_on_timeout(Qp& qp) {
 void Engine::Impl::path_check(Qp& qp) {
   PathState& p = *qp.cold.path;
   p.deadline_ns = kNever;
-  if (qp.state != QpState::kRts || qp.comp.snd_una == qp.req.snd_max || !p.progressed) return;  // re-armed by the next send
+  if (qp.state != QpState::kRts || qp.comp.snd_una == qp.req.snd_max) return;  // re-armed by the next send
   if (qp.comp.rnr_deadline_ns != kNever || p.cfg.stall_rtts == 0) {
     // The responder asked us to wait (RNR): that is not a failed path.
     p.progress_ns = now_ns;
@@ -358,7 +364,7 @@ void Engine::Impl::repath(Qp& qp, RepathReason why) {
   p.round_open = false;
   p.win_start_ns = kNever;
   p.congested = false;
-  if (qp.comp.snd_una != qp.req.snd_max && p.cfg.stall_rtts != 0 && p.progressed) {
+  if (qp.comp.snd_una != qp.req.snd_max && p.cfg.stall_rtts != 0) {
     p.deadline_ns = now_ns + stall_window(qp, cfg);
   }
   if (path_hook != nullptr) {

@@ -161,7 +161,7 @@ struct PathState {
   uint16_t mask = 0;        // cfg.mask resolved
   uint16_t dodge = 0;       // carried by this QP's requests
   uint16_t resp_dodge = 0;  // carried by its responses (the peer's requests')
-  bool progressed = false;  // the responder acknowledged something once (the stall rule waits for it)
+  bool progressed = false;  // the responder acknowledged something once (till then the stall window is 8x)
   uint8_t stalls = 0;       // stall repaths since the last progress
   uint8_t patience = 0;     // stall windows doubled this often: stall repaths proved spurious
   bool stall_open = false;  // a stall repath whose verdict is out (spurious or not)
