@@ -93,8 +93,8 @@ struct Completer {
     qp.comp.probed = false;
     // The loss window grows by what snd_una passed, READ responses included
     // (they count once their part, and every part before it, is complete).
-    // In selective repeat only READs cut it (declare_lost), so nothing else
-    // switches it on there.
+    // In selective repeat only READs cut it (declare_lost, a timeout with
+    // READs open), so nothing else switches it on there.
     qp.loss().on_acked(psn_distance(una, old_una));
     m.arm_rto(qp);
     const uint64_t acked = qp.comp.una_bytes - old_bytes;

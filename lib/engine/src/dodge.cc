@@ -16,8 +16,9 @@
 //               stall repath without progress (up to 16 W); 8 W while the
 //               peer has never answered (no RTT measured yet, the path
 //               unproven: a fresh QP behind a dead link moves long before
-//               its RTO, a slow first answer rarely costs a move). Faster than the IB RTO,
-//               whose 4.096 us x 2^timeout is sized for the worst fabric. When
+//               its RTO, a slow first answer rarely costs a move). Faster
+//               than the IB RTO, whose 4.096 us x 2^timeout is sized for the
+//               worst fabric. When
 //               the first RTT sample after a stall repath comes from a packet
 //               sent before it (the echoed timestamp says so: the old path was
 //               slow, not dead; Eifel's test), the stall was spurious and the

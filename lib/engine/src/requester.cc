@@ -113,10 +113,11 @@ uint32_t Engine::Impl::loss_in_flight(const Qp& qp) const {
 // hole are kept and only the hole is asked again, so a started window (a peer
 // not known to be tita) would only slow a clean READ down. In selective
 // repeat the same holds for READ parts, which the requester paces by asking:
-// without it a READ that overran the responder's receiver (a NIC ring, a
-// descheduled poller) kept asking at full size and lost again (a two-rank MPI
-// Allreduce of 16 MiB 4.6x slower than go-back-N). Its WRITEs and SENDs are
-// left to congestion control and the SR window, as IRN has them.
+// without it a READ whose responses overran the requester's own receiver (a
+// NIC ring, a descheduled poller) kept being asked at full size and lost
+// again (a two-rank MPI Allreduce of 16 MiB 4.6x slower than go-back-N). Its
+// WRITEs and SENDs are left to congestion control and the SR window, as IRN
+// has them.
 bool Engine::Impl::loss_allows(const Qp& qp, bool read) const {
   if (read ? !qp.loss().in_episode() : qp.selective()) return true;
   return qp.loss().allows(loss_in_flight(qp));
