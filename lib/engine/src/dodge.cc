@@ -18,12 +18,11 @@
 //               unproven: a fresh QP behind a dead link moves long before
 //               its RTO, a slow first answer rarely costs a move). Faster
 //               than the IB RTO, whose 4.096 us x 2^timeout is sized for the
-//               worst fabric. When
-//               the first RTT sample after a stall repath comes from a packet
-//               sent before it (the echoed timestamp says so: the old path was
-//               slow, not dead; Eifel's test), the stall was spurious and the
-//               QP's stall window doubles for good (up to 64 W): a host whose
-//               RTT jitters by milliseconds learns patience.
+//               worst fabric. When the first RTT sample after a stall repath
+//               comes from a packet sent before it (the echoed timestamp says
+//               so: the old path was slow, not dead; Eifel's test), the stall
+//               was spurious and the QP's stall window doubles for good (up to
+//               64 W): a host whose RTT jitters by milliseconds learns patience.
 //   loss        `lossy_rounds` consecutive rounds (a window acknowledged) in
 //               which loss signals (a go-back-N sequence NAK, each new
 //               selective-repeat SACK hole, a READ response gap) counted at
