@@ -247,6 +247,44 @@ TEST(UdReceive, GrhAreaHoldsTheIpv4HeaderInItsLast20Bytes) {
   EXPECT_TRUE(io.frames.empty());
 }
 
+// The GSI (QpInitAttr::gsi): one UD QP per engine that answers to QP number 1,
+// where the CM's MADs arrive; a second is refused, an RC one too.
+TEST(UdGsi, TheGsiAnswersToQpOneAndIsAlone) {
+  CaptureIo io;
+  Engine e(EngineConfig{}, &io);
+  UdSide s;
+  s.eng = &e;
+  s.pd = e.alloc_pd();
+  ASSERT_EQ(e.reg_mr(s.pd, s.buf.data(), s.buf.size(), kAccessLocalWrite, &s.mr), 0);
+  ASSERT_EQ(e.create_cq(64, &s.cq), 0);
+  uint32_t other = 0;
+  EXPECT_EQ(e.create_qp(s.pd, {.send_cq = s.cq, .recv_cq = s.cq, .gsi = true}, &other), -EINVAL);  // RC
+  ASSERT_EQ(e.create_qp(s.pd, {.qp_type = QpType::kUd, .send_cq = s.cq, .recv_cq = s.cq, .gsi = true}, &s.qpn), 0);
+  EXPECT_EQ(s.qpn, kGsiQpn);
+  EXPECT_EQ(e.create_qp(s.pd, {.qp_type = QpType::kUd, .send_cq = s.cq, .recv_cq = s.cq, .gsi = true}, &other),
+            -EINVAL);
+  QpAttr a;
+  a.qkey = 0x80010000;
+  std::string err;
+  a.qp_state = QpState::kInit;
+  ASSERT_EQ(e.modify_qp(s.qpn, a, kQpState | kUdToInitRequired, &err), 0) << err;
+  a.qp_state = QpState::kRtr;
+  ASSERT_EQ(e.modify_qp(s.qpn, a, kQpState, &err), 0) << err;
+  s.post_recv(5, 0, 400);
+  const std::vector<uint8_t> mad(256, 0x07);
+  const auto frame = ud_frame(e, kGsiQpn, 0x80010000, 1, mad, wire::Opcode::kUdSendOnly);
+  e.receive(0, frame.data(), static_cast<uint32_t>(frame.size()));
+  const auto wc = s.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc[0].byte_len, kGrhBytes + 256);
+  EXPECT_EQ(wc[0].src_qp, 1u);
+  // Gone, the number is free again, and the next QP 1 is allowed.
+  ASSERT_EQ(e.destroy_qp(kGsiQpn), 0);
+  ASSERT_EQ(e.create_qp(s.pd, {.qp_type = QpType::kUd, .send_cq = s.cq, .recv_cq = s.cq, .gsi = true}, &other), 0);
+  EXPECT_EQ(other, kGsiQpn);
+}
+
 TEST(UdReceive, GrhAreaHoldsTheWholeIpv6Header) {
   CaptureIo io;
   EngineConfig cfg;

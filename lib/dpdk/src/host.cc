@@ -330,8 +330,10 @@ uint32_t EngineHost::poll_once(uint64_t now_ns) {
       // Another engine's QP: hand the frame over instead of parsing it here.
       const int32_t qpn = wire::peek_dest_qp(bytes, m->data_len);
       const uint32_t first = engine_->config().first_qpn - steering_.self * steering_.qpn_stride;
-      if (qpn >= static_cast<int32_t>(first)) {
-        const uint32_t owner = (static_cast<uint32_t>(qpn) - first) / steering_.qpn_stride;
+      // QP 1 (the GSI, where CM MADs go) lives on engine 0.
+      if (qpn >= static_cast<int32_t>(first) || qpn == static_cast<int32_t>(engine::kGsiQpn)) {
+        const uint32_t owner =
+            qpn == static_cast<int32_t>(engine::kGsiQpn) ? 0 : (static_cast<uint32_t>(qpn) - first) / steering_.qpn_stride;
         if (owner != steering_.self && owner < steering_.inbox.size()) {
           if (rte_ring_enqueue(steering_.inbox[owner], m) == 0) {
             ++counters_.rx_handed_off;

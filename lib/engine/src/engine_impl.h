@@ -185,6 +185,7 @@ struct Engine::Impl {
   std::vector<Srq> srqs;  // by handle; [0] unused (0: no SRQ)
   std::vector<std::unique_ptr<Qp>> qps;
   std::vector<uint32_t> free_qps;
+  uint32_t gsi_index = UINT32_MAX;  // the QP that answers to number 1 (QpInitAttr::gsi), if any
   std::deque<std::pair<std::string, cc::Params>> cc_params;  // stable addresses
   TimingWheel wheel;
   std::vector<uint32_t> ready;  // ring of QP indices (grow_ring, no limit: stale entries of destroyed QPs stay)

@@ -311,7 +311,7 @@ void Engine::Impl::qp_to_rtr(Qp& qp) {
 std::unique_ptr<Qp> Engine::Impl::new_qp(uint32_t index, uint32_t pd, const QpInitAttr& init, const QpSettings& s) {
   auto qp = std::make_unique<Qp>();
   qp->index = index;
-  qp->qpn = cfg.first_qpn + index;
+  qp->qpn = init.gsi ? kGsiQpn : cfg.first_qpn + index;
   qp->pd = pd;
   qp->send_cq = init.send_cq;
   qp->recv_cq = init.recv_cq;

@@ -231,6 +231,7 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   if (!pd_live(m, pd) || !cq_live(a.send_cq) || !cq_live(a.recv_cq)) return -EINVAL;
   if (a.qp_type != QpType::kRc && a.qp_type != QpType::kUd) return -EOPNOTSUPP;
   if (a.srq != 0 && a.qp_type == QpType::kUd) return -EOPNOTSUPP;  // a UD QP receives into its own queue
+  if (a.gsi && (a.qp_type != QpType::kUd || m.gsi_index != UINT32_MAX)) return -EINVAL;
   if (a.srq != 0) {
     // Receives come from the SRQ (of the same PD, as IBA requires).
     if (!m.srq_live(a.srq) || m.srqs[a.srq].pd != pd) return -EINVAL;
@@ -258,6 +259,7 @@ int Engine::create_qp(uint32_t pd, QpInitAttr* attr, uint32_t* qp_num) {
   const SprayConfig* spray = check_spray(m.cfg.spray, m.cfg.path, nullptr) == 0 ? &m.cfg.spray : nullptr;
   // Congestion control "none" until set_cc.
   m.qps[index] = m.new_qp(index, pd, a, {&m.cc_params.front().second, &m.cfg.path, spray});
+  if (a.gsi) m.gsi_index = index;
   *qp_num = m.qps[index]->qpn;
   if (a.srq != 0) {
     ++m.srqs[a.srq].users;
@@ -274,6 +276,7 @@ int Engine::destroy_qp(uint32_t qp_num) {
   m.wheel.cancel(qp->index);
   if (qp->cold.init.srq != 0) --m.srqs[qp->cold.init.srq].users;
   m.free_qps.push_back(qp->index);
+  if (qp->index == m.gsi_index) m.gsi_index = UINT32_MAX;
   // Its memory goes back now (a stale entry in the ready ring, a control frame
   // still waiting for it, find no QP and are skipped): an engine holds the QPs
   // it has, not the most it ever had.
@@ -282,8 +285,12 @@ int Engine::destroy_qp(uint32_t qp_num) {
 }
 
 Qp* Engine::Impl::qp_by_num(uint32_t qpn) {
-  const uint32_t index = qpn - cfg.first_qpn;
-  if (index >= qps.size() || !qps[index] || !qps[index]->valid) return nullptr;
+  uint32_t index = qpn - cfg.first_qpn;
+  if (index >= qps.size()) [[unlikely]] {
+    if (qpn != kGsiQpn || gsi_index == UINT32_MAX) return nullptr;
+    index = gsi_index;
+  }
+  if (!qps[index] || !qps[index]->valid) return nullptr;
   return qps[index].get();
 }
 

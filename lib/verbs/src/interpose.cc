@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "device.h"
+#include "interpose.h"
 #include "tita/engine/verbs.h"
 
 namespace tita::verbs {
@@ -61,6 +62,9 @@ static_assert(sizeof(eng::Sge) == sizeof(ibv_sge) && offsetof(eng::Sge, addr) ==
 
 // ---------------------------------------------------------------- unload
 
-__attribute__((destructor)) static void tita_verbs_unload() { Device::shutdown(); }
+__attribute__((destructor)) static void tita_verbs_unload() {
+  cm_shutdown();
+  Device::shutdown();
+}
 
 }  // namespace tita::verbs

@@ -20,6 +20,7 @@
 //   srq.cc          shared receive queues
 //   ah.cc           address handles (ibv_create_ah, ibv_init_ah_from_wc, ...), for UD QPs
 //   ud.cc           what UD QPs add to qp.cc: their transitions' attributes and ibv_post_send
+//   rdma_cm.cc      librdmacm's kernel interface (/dev/infiniband/rdma_cm) and the IB CM on QP 1
 //   unsupported.cc  what tita does not have (multicast, memory windows, ...): EOPNOTSUPP, one line
 //   interpose.cc    the engine's numbers checked against libibverbs'; the library's unload
 // A new family (SRQ, UD and address handles, extended verbs, a CM) is a file
@@ -234,5 +235,10 @@ int destroy_ah(Ah* ah);                    // ah.cc
 // UD QPs (ud.cc): one WR of ibv_post_send on a UD QP into the engine's form
 // (0, or an errno value); the attributes ibv_modify_qp and ibv_query_qp add.
 int ud_send_wr(Qp* qp, const ibv_send_wr* wr, eng::SendWr* out);
+// The device's QP 1 (rdma_cm.cc's Communication Manager sends and receives
+// its MADs there): a UD QP on lane 0 that answers to number 1.
+ibv_qp* create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr);  // qp.cc
+// Stops the CM's thread, if one runs (rdma_cm.cc), before the device goes.
+void cm_shutdown();
 
 }  // namespace tita::verbs

@@ -33,7 +33,7 @@ void copy_same_attrs(const From& from, To* to) {
   to->max_dest_rd_atomic = from.max_dest_rd_atomic;
 }
 
-ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
+ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr, bool gsi = false) {
   Device* d = dev_of(ibpd->context);
   Context* c = context_of(ibpd->context);
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
@@ -73,13 +73,14 @@ ibv_qp* create_qp(ibv_pd* ibpd, ibv_qp_init_attr* attr) {
   init.max_sge = std::max<uint32_t>({attr->cap.max_send_sge, attr->cap.max_recv_sge, 1});
   init.max_inline_data = attr->cap.max_inline_data;
   init.sq_sig_all = attr->sq_sig_all != 0;
+  init.gsi = gsi;
   if (attr->srq != nullptr) {
     init.srq = srq_of(attr->srq)->id;  // its receives come from the SRQ: max_recv_wr is ignored
     init.max_recv_wr = 1;
   }
   auto* qp = make<Qp>();
   if (qp == nullptr) return nullptr;
-  qp->lane = attr->srq != nullptr ? 0 : d->next_qp_lane();  // with its SRQ's engine
+  qp->lane = attr->srq != nullptr || gsi ? 0 : d->next_qp_lane();  // with its SRQ's engine; QP 1 on lane 0
   {
     Device::Lock lock(*d, qp->lane);
     eng::Engine& e = d->engine(qp->lane);
@@ -254,6 +255,11 @@ int destroy_qp(Qp* qp, bool wait_events) {
 }
 
 // ---------------------------------------------------------------- queue pairs
+
+ibv_qp* create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  attr->qp_type = IBV_QPT_UD;
+  return create_qp(pd, attr, true);
+}
 
 TITA_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (!Device::ours(pd->context)) return forward(REAL(ibv_create_qp, "IBVERBS_1.1"), nullptr, pd, attr);

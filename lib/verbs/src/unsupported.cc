@@ -120,12 +120,15 @@ TITA_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size
 
 TITA_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) {
   if (!Device::ours(qp->context)) return forward(REAL(ibv_query_ece, "IBVERBS_1.10"), EOPNOTSUPP, qp, ece);
-  return refuse(qp->context, "ibv_query_ece (enhanced connection establishment)");
+  // librdmacm asks on every connection whatever the program wants: said at info level.
+  dev_of(qp->context)->log(Config::Log::kInfo, "ibv_query_ece (enhanced connection establishment): not supported by tita");
+  return EOPNOTSUPP;
 }
 
 TITA_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
   if (!Device::ours(qp->context)) return forward(REAL(ibv_set_ece, "IBVERBS_1.10"), EOPNOTSUPP, qp, ece);
-  return refuse(qp->context, "ibv_set_ece (enhanced connection establishment)");
+  dev_of(qp->context)->log(Config::Log::kInfo, "ibv_set_ece (enhanced connection establishment): not supported by tita");
+  return EOPNOTSUPP;
 }
 
 }  // namespace tita::verbs

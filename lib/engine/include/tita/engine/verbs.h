@@ -265,6 +265,10 @@ struct QpInitAttr {
   // receives come from it, max_recv_wr is ignored (reported as 0) and
   // post_recv refuses.
   uint32_t srq = 0;
+  // A UD QP only: the engine's General Services Interface, which answers to
+  // QP number 1 (where Communication Management MADs go, Q_Key 0x80010000)
+  // instead of a number of its own. One per engine.
+  bool gsi = false;
 };
 
 // ibv_srq_attr: a shared receive queue's size and its limit. The limit armed
@@ -281,6 +285,7 @@ enum SrqAttrMask : uint32_t {
   kSrqLimit = 1u << 1,
 };
 
+inline constexpr uint32_t kGsiQpn = 1;  // QpInitAttr::gsi
 inline constexpr uint32_t kMaxSge = 8;  // UCX's UD and RC transports ask for 6 send SGEs
 inline constexpr uint32_t kMaxInlineData = 512;
 inline constexpr uint32_t kMaxRdAtomic = 128;  // max_rd_atomic and max_dest_rd_atomic

@@ -1,0 +1,175 @@
+// CM MADs (lib/wire/cm.h): fields where IBA's tables put them, and what is
+// built reads back the same.
+#include "tita/wire/cm.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace tita::wire::cm {
+namespace {
+
+constexpr size_t H = kMadHeaderBytes;
+
+TEST(CmMad, ReqFieldsSitWhereTable106PutsThem) {
+  Req q;
+  q.local_comm_id = 0x11223344;
+  q.service_id = service_id(kPsTcp, 7174);
+  q.local_ca_guid = 0x0102030405060708;
+  q.local_qpn = 0xabcdef;
+  q.responder_resources = 16;
+  q.initiator_depth = 8;
+  q.remote_cm_response_timeout = 18;
+  q.starting_psn = 0x123456;
+  q.local_cm_response_timeout = 20;
+  q.retry_count = 7;
+  q.path_mtu = 3;  // IBV_MTU_1024
+  q.rnr_retry_count = 6;
+  q.max_cm_retries = 15;
+  q.srq = true;
+  q.primary_local_gid = Gid::from_ipv4(0x0a000002);
+  q.primary_remote_gid = Gid::from_ipv4(0x0a000001);
+  q.hop_limit = 64;
+  q.local_ack_timeout = 14;
+  q.private_data[0] = 0xaa;
+  uint8_t mad[kMadBytes];
+  build(q, 0x42, mad);
+  // The common MAD header: CM class, version 2, Send, attribute REQ.
+  EXPECT_EQ(mad[0], 1);
+  EXPECT_EQ(mad[1], 0x07);
+  EXPECT_EQ(mad[2], 2);
+  EXPECT_EQ(mad[3], 0x03);
+  EXPECT_EQ(mad[15], 0x42);
+  EXPECT_EQ(mad[16], 0x00);
+  EXPECT_EQ(mad[17], 0x10);
+  // Table 106: comm ID at 0, service ID at 8 (0x0106 << 16 | port), QPN at 32..34,
+  // responder resources at 35, PSN at 44..46, timeout and retry count share 47.
+  EXPECT_EQ(mad[H + 0], 0x11);
+  EXPECT_EQ(mad[H + 3], 0x44);
+  const uint8_t sid[8] = {0, 0, 0, 0, 0x01, 0x06, 0x1c, 0x06};
+  EXPECT_EQ(std::memcmp(mad + H + 8, sid, 8), 0);
+  EXPECT_EQ(mad[H + 16], 0x01);
+  EXPECT_EQ(mad[H + 32], 0xab);
+  EXPECT_EQ(mad[H + 34], 0xef);
+  EXPECT_EQ(mad[H + 35], 16);
+  EXPECT_EQ(mad[H + 39], 8);
+  EXPECT_EQ(mad[H + 43], 18 << 3);  // timeout in the top five bits; RC (0), no flow control
+  EXPECT_EQ(mad[H + 44], 0x12);
+  EXPECT_EQ(mad[H + 46], 0x56);
+  EXPECT_EQ(mad[H + 47], (20 << 3) | 7);
+  EXPECT_EQ(mad[H + 48], 0xff);  // P_Key
+  EXPECT_EQ(mad[H + 50], (3 << 4) | 6);
+  EXPECT_EQ(mad[H + 51], (15 << 4) | (1 << 3));
+  EXPECT_EQ(mad[H + 56 + 10], 0xff);  // the requester's GID, IPv4-mapped
+  EXPECT_EQ(mad[H + 56 + 15], 0x02);
+  EXPECT_EQ(mad[H + 72 + 15], 0x01);
+  EXPECT_EQ(mad[H + 93], 64);
+  EXPECT_EQ(mad[H + 95], 14 << 3);
+  EXPECT_EQ(mad[H + 140], 0xaa);
+
+  MadHeader h;
+  ASSERT_TRUE(parse_header(mad, sizeof mad, &h));
+  EXPECT_EQ(h.attr, Attr::kReq);
+  EXPECT_EQ(h.tid, 0x42u);
+  Req back;
+  parse(mad, &back);
+  EXPECT_EQ(back.local_comm_id, q.local_comm_id);
+  EXPECT_EQ(back.service_id, q.service_id);
+  EXPECT_EQ(service_port(back.service_id), 7174);
+  EXPECT_EQ(back.local_ca_guid, q.local_ca_guid);
+  EXPECT_EQ(back.local_qpn, q.local_qpn);
+  EXPECT_EQ(back.starting_psn, q.starting_psn);
+  EXPECT_EQ(back.retry_count, 7);
+  EXPECT_EQ(back.rnr_retry_count, 6);
+  EXPECT_EQ(back.path_mtu, 3);
+  EXPECT_TRUE(back.srq);
+  EXPECT_EQ(back.primary_local_gid, q.primary_local_gid);
+  EXPECT_EQ(back.local_ack_timeout, 14);
+}
+
+TEST(CmMad, RepRejAndShortMessagesReadBack) {
+  Rep p;
+  p.local_comm_id = 7;
+  p.remote_comm_id = 9;
+  p.local_qpn = 0x12;
+  p.starting_psn = 0xfedcba;
+  p.responder_resources = 4;
+  p.initiator_depth = 2;
+  p.target_ack_delay = 15;
+  p.rnr_retry_count = 7;
+  p.local_ca_guid = 0xdeadbeef;
+  p.private_data[195] = 0x5a;
+  uint8_t mad[kMadBytes];
+  build(p, 1, mad);
+  EXPECT_EQ(mad[H + 12 + 2], 0x12);  // table 110: QPN at 12..14
+  EXPECT_EQ(mad[H + 27], 7 << 5);    // RNR retry count in the top three bits
+  Rep pb;
+  parse(mad, &pb);
+  EXPECT_EQ(pb.remote_comm_id, 9u);
+  EXPECT_EQ(pb.starting_psn, 0xfedcbau);
+  EXPECT_EQ(pb.target_ack_delay, 15);
+  EXPECT_EQ(pb.local_ca_guid, 0xdeadbeefu);
+  EXPECT_EQ(pb.private_data[195], 0x5a);
+
+  Rej r;
+  r.local_comm_id = 3;
+  r.remote_comm_id = 4;
+  r.rejected = Which::kReq;
+  r.reason = static_cast<uint16_t>(RejReason::kInvalidServiceId);
+  build(r, 2, mad);
+  EXPECT_EQ(mad[H + 11], 8);  // table 108: reason at 10..11
+  Rej rb;
+  parse(mad, &rb);
+  EXPECT_EQ(rb.reason, 8);
+  EXPECT_EQ(rb.remote_comm_id, 4u);
+
+  const uint8_t priv[3] = {1, 2, 3};
+  build(Attr::kDreq, Short{5, 6, 0x77}, 3, mad, priv, sizeof priv);
+  Short d;
+  parse(mad, &d);
+  EXPECT_EQ(d.local_comm_id, 5u);
+  EXPECT_EQ(d.remote_comm_id, 6u);
+  EXPECT_EQ(d.remote_qpn, 0x77u);
+  size_t room = 0;
+  const uint8_t* pd = private_data(Attr::kDreq, mad, &room);
+  EXPECT_EQ(room, kDreqPrivate);
+  EXPECT_EQ(pd[2], 3);
+  build(Attr::kRtu, Short{5, 6, 0}, 3, mad);
+  parse(mad, &d);
+  EXPECT_EQ(d.remote_qpn, 0u);  // an RTU has no QPN field
+}
+
+TEST(CmMad, NotACmMadIsNotRead) {
+  uint8_t mad[kMadBytes] = {};
+  MadHeader h;
+  mad[1] = 0x07;
+  mad[2] = 2;
+  EXPECT_FALSE(parse_header(mad, kMadBytes - 1, &h));  // short
+  mad[1] = 0x01;                                        // subnet management
+  EXPECT_FALSE(parse_header(mad, kMadBytes, &h));
+}
+
+TEST(CmMad, RdmaCmHeaderCarriesIpv4InTheLastFourBytes) {
+  CmaHeader c;
+  c.src_port = 40000;
+  c.src = Gid::from_ipv4(0x0a000002);
+  c.dst = Gid::from_ipv4(0x0a000001);
+  uint8_t p[kCmaHeaderBytes];
+  build_cma_header(c, p);
+  EXPECT_EQ(p[0], 0);       // version
+  EXPECT_EQ(p[1], 4 << 4);  // IPv4
+  EXPECT_EQ(p[2], 40000 >> 8);
+  for (int i = 4; i < 16; ++i) EXPECT_EQ(p[i], 0) << i;  // no ::ffff: prefix, as Linux's cma_hdr
+  EXPECT_EQ(p[19], 2);
+  EXPECT_EQ(p[35], 1);
+  CmaHeader b;
+  ASSERT_TRUE(parse_cma_header(p, &b));
+  EXPECT_EQ(b.src_port, 40000);
+  EXPECT_EQ(b.src, c.src);
+  EXPECT_EQ(b.dst, c.dst);
+  p[0] = 1;
+  EXPECT_FALSE(parse_cma_header(p, &b));
+}
+
+}  // namespace
+}  // namespace tita::wire::cm
