@@ -775,8 +775,10 @@ int Cm::bind_ip(const sockaddr* a, uint32_t handle) {
   if (id == nullptr) return EINVAL;
   if (a->sa_family != AF_INET) {
     // librdmacm tries AF_IB once at start to learn which commands to use.
+    // IPv6: libfabric tries every address of the host; said at info level.
     if (a->sa_family != AF_IB) {
-      dev_->log(Config::Log::kError, "rdma_cm: address family %d: tita's CM speaks IPv4", a->sa_family);
+      dev_->log(a->sa_family == AF_INET6 ? Config::Log::kInfo : Config::Log::kError,
+                "rdma_cm: address family %d: tita's CM speaks IPv4", a->sa_family);
     }
     return EAFNOSUPPORT;
   }
