@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (once, then from the cache) the VM that runs Linux Soft-RoCE (rdma_rxe)
 # as tita's peer: a debootstrap minbase bookworm root with Debian's kernel,
-# rdma-core, ibverbs-utils, perftest, pyverbs and iproute2, packed into an ext4
+# rdma-core, ibverbs-utils, perftest, pyverbs, rdmacm-utils and iproute2, packed into an ext4
 # image, with the kernel and initrd beside it. The VM's init
 # (scripts/rxe-vm/init.sh) brings up rxe0 and a command agent (agent.py).
 #
@@ -43,7 +43,7 @@ trap 'rm -rf "$work"' EXIT
 root="$work/root"
 echo "build-image: debootstrap bookworm from $mirror (a few minutes the first time)" >&2
 debootstrap --variant=minbase \
-  --include=linux-image-amd64,kmod,iproute2,rdma-core,ibverbs-utils,ibverbs-providers,perftest,python3-pyverbs,procps \
+  --include=linux-image-amd64,kmod,iproute2,rdma-core,ibverbs-utils,ibverbs-providers,perftest,python3-pyverbs,rdmacm-utils,procps \
   bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 || {
     tail -20 "$work/debootstrap.log" >&2
     exit 1

@@ -39,6 +39,8 @@ ip link set "$ctl" up
 ip addr add 10.0.2.15/24 dev "$ctl"
 ip route add default via 10.0.2.2 dev "$ctl"
 modprobe rdma_rxe
+# The kernel's rdma_cm for librdmacm programs (rping, perftest -R) on rxe0.
+modprobe rdma_ucm
 rdma link add rxe0 type rxe netdev "$data"
 echo "tita-init: rxe0 on $data ($ip_addr, MTU $mtu), control on $ctl" >/dev/console
 echo "$data" >/run/tita-data-nic

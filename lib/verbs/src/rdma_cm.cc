@@ -188,8 +188,11 @@ struct Id {
   uint32_t remote_comm_id = 0;
   uint32_t local_qpn = 0;
   uint32_t remote_qpn = 0;
-  uint32_t local_psn = 0;   // what our QP sends from
-  uint32_t remote_psn = 0;  // what the peer sends from (our rq_psn)
+  // PSNs. A REQ's and a REP's starting PSN is the one its sender will
+  // receive from (Linux's CM: the requester's rq_psn is its REQ's, the
+  // responder sends from it; the same the other way with the REP's).
+  uint32_t local_psn = 0;   // what our QP sends from (the peer's message's starting PSN)
+  uint32_t remote_psn = 0;  // what the peer sends from: our rq_psn, chosen here and sent
   uint8_t responder_resources = 0;  // ours: max_dest_rd_atomic
   uint8_t initiator_depth = 0;      // ours: max_rd_atomic
   uint8_t retry_count = 7;
@@ -875,7 +878,7 @@ int Cm::connect(const rdma_ucm_connect& c) {
   if (getrandom(&psn, sizeof psn, 0) != sizeof psn) psn = static_cast<uint32_t>(now_ms());
   id->local_comm_id = next_comm_id_++;
   id->local_qpn = c.conn_param.qp_num;
-  id->local_psn = psn & 0xffffff;
+  id->remote_psn = psn & 0xffffff;
   id->responder_resources = c.conn_param.responder_resources;
   id->initiator_depth = c.conn_param.initiator_depth;
   id->retry_count = std::min<uint8_t>(c.conn_param.retry_count, 7);
@@ -893,7 +896,7 @@ int Cm::connect(const rdma_ucm_connect& c) {
   q.remote_cm_response_timeout = kCmResponseTimeout;
   q.transport_service = 0;  // RC
   q.end_to_end_flow_control = c.conn_param.flow_control != 0;
-  q.starting_psn = id->local_psn;
+  q.starting_psn = id->remote_psn;
   q.local_cm_response_timeout = kCmResponseTimeout;
   q.retry_count = id->retry_count;
   q.pkey = 0xffff;
@@ -957,7 +960,7 @@ int Cm::accept(const rdma_ucm_accept& c) {
   p.local_comm_id = id->local_comm_id;
   p.remote_comm_id = id->remote_comm_id;
   p.local_qpn = id->local_qpn;
-  p.starting_psn = id->local_psn;
+  p.starting_psn = id->remote_psn;
   p.responder_resources = id->responder_resources;
   p.initiator_depth = id->initiator_depth;
   p.target_ack_delay = kLocalCaAckDelay;
@@ -1191,8 +1194,8 @@ void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
   id.local_comm_id = next_comm_id_++;
   id.remote_comm_id = q.local_comm_id;
   id.remote_qpn = q.local_qpn;
-  id.remote_psn = q.starting_psn;
-  id.local_psn = psn & 0xffffff;
+  id.local_psn = q.starting_psn;
+  id.remote_psn = psn & 0xffffff;
   // Seen from this side (IBA 12.7.29): what the peer initiates we respond to.
   id.responder_resources = q.initiator_depth;
   id.initiator_depth = q.responder_resources;
@@ -1231,7 +1234,7 @@ void Cm::on_rep(const uint8_t* mad) {
   if (id->state != State::kReqSent) return;
   id->remote_comm_id = p.local_comm_id;
   id->remote_qpn = p.local_qpn;
-  id->remote_psn = p.starting_psn;
+  id->local_psn = p.starting_psn;
   // The responder's resources are what we may initiate, and the reverse.
   id->initiator_depth = std::min<uint8_t>(id->initiator_depth, p.responder_resources);
   id->responder_resources = std::min<uint8_t>(id->responder_resources, p.initiator_depth);
