@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace tita::wire::cm {
 namespace {
@@ -169,6 +171,109 @@ TEST(CmMad, RdmaCmHeaderCarriesIpv4InTheLastFourBytes) {
   EXPECT_EQ(b.dst, c.dst);
   p[0] = 1;
   EXPECT_FALSE(parse_cma_header(p, &b));
+}
+
+// MADs Linux 6.1's CM sent over rxe (captured on the VM's tap during
+// interop-rxe's rdmacm group: rping from the VM to tita, and rping from tita
+// to the VM), as hex of the 256-byte MAD, zeros after the last byte shown.
+constexpr const char* kLinuxReq =
+    "01070203000000000000000270ea2ec10010000000000000c12eea7000000000"
+    "0000000001061c06505400fffe00000100000000000000000000110100000001"
+    "000000a03dfe12a7ffff37f0ffffffff00000000000000000000ffff0a000002"
+    "00000000000000000000ffff0a000001c9790000004000980000000000000000"
+    "0000000000000000000000000000000000000000000000000000000000000000"
+    "000000000040eb360000000000000000000000000a0000020000000000000000"
+    "000000000a000001";
+constexpr const char* kLinuxRep =
+    "0107020300000000fbefb12d000000010013000000000000e30333e7fbefb12d"
+    "0000000000001100000000002e67dc00000078e0505400fffe000001";
+constexpr const char* kLinuxRej =
+    "0107020300000000fbefb12e00000001001200000000000000000000fbefb12e"
+    "00000008";
+constexpr const char* kLinuxDreq =
+    "01070203000000000000000270ea2ec10015000000000000c12eea7037072f1d"
+    "000012";
+
+std::vector<uint8_t> mad_of(const char* hex) {
+  std::vector<uint8_t> m(kMadBytes, 0);
+  for (size_t i = 0; hex[2 * i] != '\0' && i < kMadBytes; ++i) {
+    m[i] = static_cast<uint8_t>(std::stoi(std::string(hex + 2 * i, 2), nullptr, 16));
+  }
+  return m;
+}
+
+TEST(CmMadFromLinux, ItsReqReadsAsRdmaCmSentItAndRebuildsByteForByte) {
+  const auto mad = mad_of(kLinuxReq);
+  MadHeader h;
+  ASSERT_TRUE(parse_header(mad.data(), mad.size(), &h));
+  EXPECT_EQ(h.attr, Attr::kReq);
+  EXPECT_EQ(h.tid, 0x0000000270ea2ec1u);
+  Req q;
+  parse(mad.data(), &q);
+  EXPECT_EQ(q.local_comm_id, 0xc12eea70u);
+  EXPECT_EQ(q.service_id, service_id(kPsTcp, 7174));  // rping's port
+  EXPECT_EQ(q.local_ca_guid, 0x505400fffe000001u);     // from the VM's MAC 52:54:00:00:00:01
+  EXPECT_EQ(q.local_qpn, 0x11u);
+  EXPECT_EQ(q.responder_resources, 1);
+  EXPECT_EQ(q.initiator_depth, 1);
+  EXPECT_EQ(q.remote_cm_response_timeout, 20);
+  EXPECT_EQ(q.transport_service, 0);
+  EXPECT_EQ(q.starting_psn, 0x3dfe12u);
+  EXPECT_EQ(q.local_cm_response_timeout, 20);
+  EXPECT_EQ(q.retry_count, 7);
+  EXPECT_EQ(q.pkey, 0xffff);
+  EXPECT_EQ(q.path_mtu, 3);  // 1024 on a 1500-byte Ethernet
+  EXPECT_EQ(q.rnr_retry_count, 7);
+  EXPECT_EQ(q.max_cm_retries, 15);
+  EXPECT_FALSE(q.srq);
+  EXPECT_EQ(q.primary_local_lid, 0xffff);  // permissive: RoCE has no LIDs
+  EXPECT_EQ(q.primary_local_gid, Gid::from_ipv4(0x0a000002));
+  EXPECT_EQ(q.primary_remote_gid, Gid::from_ipv4(0x0a000001));
+  EXPECT_EQ(q.flow_label, 0xc9790u);
+  EXPECT_EQ(q.hop_limit, 64);
+  EXPECT_EQ(q.local_ack_timeout, 19);
+  CmaHeader c;
+  ASSERT_TRUE(parse_cma_header(q.private_data, &c));
+  EXPECT_EQ(c.ip_version, 4);
+  EXPECT_EQ(c.src, Gid::from_ipv4(0x0a000002));
+  EXPECT_EQ(c.dst, Gid::from_ipv4(0x0a000001));
+  EXPECT_EQ(c.src_port, 0xeb36);
+  // Every field read back into a MAD: the same 256 bytes.
+  uint8_t again[kMadBytes];
+  build(q, h.tid, again);
+  EXPECT_EQ(std::memcmp(again, mad.data(), kMadBytes), 0);
+}
+
+TEST(CmMadFromLinux, ItsRepRejAndDreqRead) {
+  const auto rep = mad_of(kLinuxRep);
+  Rep p;
+  parse(rep.data(), &p);
+  EXPECT_EQ(p.local_comm_id, 0xe30333e7u);
+  EXPECT_EQ(p.remote_comm_id, 0xfbefb12du);  // tita's REQ's
+  EXPECT_EQ(p.local_qpn, 0x11u);
+  EXPECT_EQ(p.starting_psn, 0x2e67dcu);
+  EXPECT_EQ(p.target_ack_delay, 15);
+  EXPECT_EQ(p.rnr_retry_count, 7);
+  EXPECT_EQ(p.local_ca_guid, 0x505400fffe000001u);
+  uint8_t again[kMadBytes];
+  MadHeader h;
+  ASSERT_TRUE(parse_header(rep.data(), rep.size(), &h));
+  build(p, h.tid, again);
+  EXPECT_EQ(std::memcmp(again, rep.data(), kMadBytes), 0);
+
+  const auto rej = mad_of(kLinuxRej);
+  Rej r;
+  parse(rej.data(), &r);
+  EXPECT_EQ(r.remote_comm_id, 0xfbefb12eu);
+  EXPECT_EQ(r.rejected, Which::kReq);
+  EXPECT_EQ(r.reason, static_cast<uint16_t>(RejReason::kInvalidServiceId));  // nobody listened yet
+
+  const auto dreq = mad_of(kLinuxDreq);
+  Short d;
+  parse(dreq.data(), &d);
+  EXPECT_EQ(d.local_comm_id, 0xc12eea70u);
+  EXPECT_EQ(d.remote_comm_id, 0x37072f1du);
+  EXPECT_EQ(d.remote_qpn, 0x12u);  // tita's QP
 }
 
 }  // namespace
