@@ -3,7 +3,7 @@
 (or memif) pair, each started by tita-run; every run must exit 0 and report.
 
   run_verbs.py BUILD_DIR GROUP WORK_DIR     GROUP: tools, pingpong, ud, perftest, check, engines, pyverbs, ucx,
-                                            ucx-ud, mpi, rdmacm
+                                            ucx-ud, mpi, rdmacm, libfabric
 
 tools:     ibv_devices and ibv_devinfo -v show tita0 as a RoCE v2 device; tita-run
            refuses bad settings with one line before the program starts.
@@ -23,6 +23,8 @@ mpi:       Open MPI (pml ucx) MPI_Allreduce checked, each rank under tita-run (n
 ucx-ud:    ucx_perftest tag_bw and tag_lat over UCX_TLS=ud_verbs between two processes.
 rdmacm:    librdmacm programs (rping, ucmatose, rdma_server/rdma_client, cmtime, perftest -R)
            through tita's CM on QP 1.
+libfabric: fi_pingpong over the verbs provider's RDM endpoint (verbs;ofi_rxd, on UD QPs),
+           data checked, 64 B to 16 KiB.
 """
 import os
 import re
@@ -807,9 +809,30 @@ def rdmacm():
         print(f"rdmacm-cmtime: 20 connections, connect {m.group(4)} us each")
 
 
+def libfabric():
+    """libfabric 1.17's fi_pingpong (Debian's libfabric-bin) between two
+    tita-run processes over the verbs provider's RDM endpoint (verbs;ofi_rxd:
+    reliable datagrams on tita's UD QPs and address handles), with its data
+    integrity check (-c), 64 B to 16 KiB (above the MTU: rxd segments)."""
+    need("fi_pingpong")
+    for i, size in enumerate((64, 1024, 16384)):
+        base = ["fi_pingpong", "-p", "verbs;ofi_rxd", "-e", "rdm", "-I", "200", "-S", str(size), "-c"]
+        ctrl = str(port_counter[0] + 300 + i)  # the control (TCP) port: the server's -B, the client's -P
+        name = f"libfabric-rdm-{size}"
+        out, rc = pair(name, base + ["-B", ctrl], base + ["-P", ctrl, "127.0.0.1"])
+        if rc["client"] != 0:
+            continue
+        m = re.search(r"^\S+\s+(\d+)\s+=(\d+)\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", out["client"], re.M)
+        if m is None or m.group(1) != "200" or m.group(2) != "200":
+            fail(f"{name}: no result row with 200 sent and 200 acknowledged")
+        else:
+            print(f"{name}: 200 round trips checked, {m.group(4)} us per transfer, {m.group(3)} MB/s")
+
+
 os.makedirs(WORK, exist_ok=True)
 {"tools": tools, "pingpong": pingpong, "ud": ud, "perftest": perftest, "check": check, "engines": engines,
- "pyverbs": pyverbs, "ucx": ucx, "ucx-ud": ucx_ud, "mpi": mpi, "rdmacm": rdmacm}[GROUP]()
+ "pyverbs": pyverbs, "ucx": ucx, "ucx-ud": ucx_ud, "mpi": mpi, "rdmacm": rdmacm,
+ "libfabric": libfabric}[GROUP]()
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
