@@ -264,7 +264,7 @@ TEST(UdGsi, TheGsiAnswersToQpOneAndIsAlone) {
   EXPECT_EQ(e.create_qp(s.pd, {.qp_type = QpType::kUd, .send_cq = s.cq, .recv_cq = s.cq, .gsi = true}, &other),
             -EINVAL);
   QpAttr a;
-  a.qkey = 0x80010000;
+  a.qkey = wire::cm::kGsiQkey;
   std::string err;
   a.qp_state = QpState::kInit;
   ASSERT_EQ(e.modify_qp(s.qpn, a, kQpState | kUdToInitRequired, &err), 0) << err;
@@ -272,7 +272,7 @@ TEST(UdGsi, TheGsiAnswersToQpOneAndIsAlone) {
   ASSERT_EQ(e.modify_qp(s.qpn, a, kQpState, &err), 0) << err;
   s.post_recv(5, 0, 400);
   const std::vector<uint8_t> mad(256, 0x07);
-  const auto frame = ud_frame(e, kGsiQpn, 0x80010000, 1, mad, wire::Opcode::kUdSendOnly);
+  const auto frame = ud_frame(e, kGsiQpn, wire::cm::kGsiQkey, 1, mad, wire::Opcode::kUdSendOnly);
   e.receive(0, frame.data(), static_cast<uint32_t>(frame.size()));
   const auto wc = s.poll();
   ASSERT_EQ(wc.size(), 1u);

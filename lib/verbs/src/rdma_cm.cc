@@ -102,6 +102,13 @@ uint64_t now_ms() {
           .count());
 }
 
+// A random 24-bit PSN (or comm-ID seed): getrandom, the clock if that fails.
+uint32_t random24() {
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != sizeof r) r = static_cast<uint32_t>(now_ms());
+  return r & 0xffffff;
+}
+
 // The size of the answer the command's caller has room for (its header's `out`).
 thread_local size_t t_out = 0;
 
@@ -198,7 +205,7 @@ struct Id {
   uint8_t retry_count = 7;
   uint8_t rnr_retry_count = 7;
   uint8_t ack_timeout = kLocalAckTimeout;
-  uint8_t path_mtu = IBV_MTU_1024;
+  uint8_t path_mtu = IBV_MTU_1024;  // the port's at creation; the smaller of both once a REQ is in
   bool srq = false;
   uint64_t tid = 0;
   // The message last sent that waits for an answer, or the answer to repeat.
@@ -311,9 +318,8 @@ int Cm::start(std::string* err) {
   ipv4_ = dev_->config().ipv4;
   guid_ = dev_->node_guid();
   max_path_mtu_ = static_cast<uint8_t>(mtu_enum(dev_->max_path_mtu()));
-  uint32_t r = 0;
-  if (getrandom(&r, sizeof r, 0) != sizeof r) r = static_cast<uint32_t>(now_ms());
-  next_comm_id_ = r | 1;
+  const uint32_t r = random24();
+  next_comm_id_ = (r << 8) | 1;
   next_port_ = static_cast<uint16_t>(32768 + (r >> 8) % 28000);
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
@@ -725,6 +731,7 @@ int Cm::create_id(int fd, const rdma_ucm_create_id& c) {
   id.fd = fd;
   id.ps = c.ps;
   id.qp_type = c.qp_type;
+  id.path_mtu = max_path_mtu_;
   ids_[id.handle] = id;
   answer(c.response, rdma_ucm_create_id_resp{id.handle});
   return 0;
@@ -853,9 +860,7 @@ int Cm::query_route(const rdma_ucm_query& c) {
   std::memcpy(p.sgid, ours.raw, 16);
   if (id->dst_ip != 0) std::memcpy(p.dgid, peer_gid(*id).raw, 16);
   p.pkey = htons(0xffff);
-  p.mtu = id->dst_ip != 0 && id->state != State::kRouteResolved && id->state != State::kAddrResolved
-              ? id->path_mtu
-              : max_path_mtu_;
+  p.mtu = id->path_mtu;
   p.hop_limit = kHopLimit;
   p.traffic_class = id->tos;
   p.numb_path = 1;
@@ -874,17 +879,14 @@ int Cm::connect(const rdma_ucm_connect& c) {
   if (id == nullptr) return EINVAL;
   if (id->state != State::kRouteResolved) return EINVAL;
   if (c.conn_param.private_data_len > cm::kReqPrivate - cm::kCmaHeaderBytes) return EINVAL;
-  uint32_t psn = 0;
-  if (getrandom(&psn, sizeof psn, 0) != sizeof psn) psn = static_cast<uint32_t>(now_ms());
   id->local_comm_id = next_comm_id_++;
   id->local_qpn = c.conn_param.qp_num;
-  id->remote_psn = psn & 0xffffff;
+  id->remote_psn = random24();
   id->responder_resources = c.conn_param.responder_resources;
   id->initiator_depth = c.conn_param.initiator_depth;
   id->retry_count = std::min<uint8_t>(c.conn_param.retry_count, 7);
   id->rnr_retry_count = std::min<uint8_t>(c.conn_param.rnr_retry_count, 7);
   id->srq = c.conn_param.srq != 0;
-  id->path_mtu = max_path_mtu_;
   id->tid = (uint64_t{id->local_comm_id} << 32) | 1;
   cm::Req q;
   q.local_comm_id = id->local_comm_id;
@@ -1176,8 +1178,6 @@ void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
     send_rej(peer_ip, 0, q.local_comm_id, cm::Which::kReq, cm::RejReason::kInvalidServiceId, nullptr, 0, h.tid);
     return;
   }
-  uint32_t psn = 0;
-  if (getrandom(&psn, sizeof psn, 0) != sizeof psn) psn = static_cast<uint32_t>(now_ms());
   Id id;
   id.handle = next_handle_++;
   id.uid = 0;  // set by ACCEPT
@@ -1195,7 +1195,7 @@ void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
   id.remote_comm_id = q.local_comm_id;
   id.remote_qpn = q.local_qpn;
   id.local_psn = q.starting_psn;
-  id.remote_psn = psn & 0xffffff;
+  id.remote_psn = random24();
   // Seen from this side (IBA 12.7.29): what the peer initiates we respond to.
   id.responder_resources = q.initiator_depth;
   id.initiator_depth = q.responder_resources;

@@ -5,6 +5,8 @@
 // that takes them is in engine.h.
 #pragma once
 
+#include "tita/wire/cm.h"
+
 #include <cstdint>
 #include <string_view>
 
@@ -285,7 +287,7 @@ enum SrqAttrMask : uint32_t {
   kSrqLimit = 1u << 1,
 };
 
-inline constexpr uint32_t kGsiQpn = 1;  // QpInitAttr::gsi
+inline constexpr uint32_t kGsiQpn = wire::cm::kGsiQpn;  // QpInitAttr::gsi
 inline constexpr uint32_t kMaxSge = 8;  // UCX's UD and RC transports ask for 6 send SGEs
 inline constexpr uint32_t kMaxInlineData = 512;
 inline constexpr uint32_t kMaxRdAtomic = 128;  // max_rd_atomic and max_dest_rd_atomic
