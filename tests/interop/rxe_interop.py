@@ -9,7 +9,7 @@ pingpong  ibv_rc_pingpong 64 B to 1 MiB, tita client / rxe server and the revers
 ud        ibv_ud_pingpong 1 B to the MTU (1024 B), with and without events, both ways:
           UD datagrams, address handles and the GRH area between tita and rxe
 perftest  ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, both ways
-rdmacm    rping -V and ucmatose both ways, ib_write_bw/ib_send_lat -R rxe to tita:
+rdmacm    rping -V, ucmatose and udaddy both ways, ib_write_bw/ib_send_lat -R rxe to tita:
           tita's CM (QP 1) against Linux's rdma_cm
 data      the data-checking peers: verbs_check (C, over tita) against verbs_peer.py
           (pyverbs, in the VM), each role on each side: every opcode's bytes
@@ -358,13 +358,15 @@ def rdmacm(vm):
     rxe0, both ways: the CM's REQ/REP/RTU/DREQ/DREP MADs on QP 1 must be what
     the kernel's CM accepts and sends. rping moves and verifies (-V) 20 pings of
     4 KiB with RDMA READ and WRITE, ucmatose runs two connections at once (both
-    ways); ib_write_bw -R and ib_send_lat -R (rxe the client: see below) connect
+    ways), udaddy resolves two UD QPs by SIDR_REQ/SIDR_REP and exchanges 20
+    datagrams each way on each; ib_write_bw -R and ib_send_lat -R (rxe the client: see below) connect
     their QPs through the CMs. No TCP side channel: everything goes over RoCE."""
     rping_s = ["rping", "-s", "-C", "20", "-S", "4096", "-V"]
     rping_c = ["rping", "-c", "-C", "20", "-S", "4096", "-V", "-v"]
     cases = [
         ("rping", rping_s, rping_c),
         ("ucmatose", ["ucmatose", "-c", "2", "-C", "20"], ["ucmatose", "-c", "2", "-C", "20"]),
+        ("udaddy", ["udaddy", "-c", "2", "-C", "20", "-S", "512"], ["udaddy", "-c", "2", "-C", "20", "-S", "512"]),
         ("ib_write_bw -R", ["ib_write_bw", "-R", "-s", "65536", "-n", "300"],
          ["ib_write_bw", "-R", "-s", "65536", "-n", "300"]),
         ("ib_send_lat -R", ["ib_send_lat", "-R", "-n", "500"], ["ib_send_lat", "-R", "-n", "500"]),
@@ -372,10 +374,10 @@ def rdmacm(vm):
     # How each program names the address: rping -a (both roles), ucmatose -s
     # (the client: the server's), perftest the device and the server's address.
     def srv_args(prog, ip, dev):
-        return ["-a", ip] if prog == "rping" else [] if prog == "ucmatose" else ["-d", dev]
+        return ["-a", ip] if prog == "rping" else [] if prog in ("ucmatose", "udaddy") else ["-d", dev]
 
     def cli_args(prog, ip, dev):
-        return ["-a", ip] if prog == "rping" else ["-s", ip] if prog == "ucmatose" else ["-d", dev, ip]
+        return ["-a", ip] if prog == "rping" else ["-s", ip] if prog in ("ucmatose", "udaddy") else ["-d", dev, ip]
 
     def verdict(name, who, rc, out):
         # rping's server may end 255 when its CM thread asks for an event after
@@ -436,6 +438,11 @@ def report(label, ok, client_out, cli):
             fail(f"{label}: ucmatose did not complete its test")
             return
         results[label] = "2 connections, 20 messages each way"
+    elif cli[0] == "udaddy":
+        if "data transfers complete" not in client_out or "return status 0" not in client_out:
+            fail(f"{label}: udaddy did not complete its transfers")
+            return
+        results[label] = "2 UD ids by SIDR, 20 datagrams each way"
     elif "bw" in cli[0]:
         bw = bw_of(client_out)
         if bw is None:

@@ -21,7 +21,7 @@ ucx:       ucx_info -d lists tita0 with rc_verbs opening; ucx_perftest put_bw ov
            two processes, the bytes counted by tita; tag_bw where ud_verbs opens.
 mpi:       Open MPI (pml ucx) MPI_Allreduce checked, each rank under tita-run (needs ud_verbs).
 ucx-ud:    ucx_perftest tag_bw and tag_lat over UCX_TLS=ud_verbs between two processes.
-rdmacm:    librdmacm programs (rping, ucmatose, rdma_server/rdma_client, cmtime, perftest -R)
+rdmacm:    librdmacm programs (rping, ucmatose, udaddy, rdma_server/rdma_client, cmtime, perftest -R)
            through tita's CM on QP 1.
 libfabric: fi_pingpong over the verbs provider's RDM endpoint (verbs;ofi_rxd, on UD QPs),
            data checked, 64 B to 16 KiB.
@@ -731,8 +731,9 @@ def rping_teardown_race(rc, log):
 def rdmacm():
     """librdmacm programs, unmodified, between two tita-run processes: tita's CM
     (lib/verbs/src/rdma_cm.cc) serves librdmacm's kernel interface and speaks
-    REQ/REP/RTU/DREQ/DREP on QP 1. rping moves and verifies data (-V) with RDMA
-    READ and WRITE, ucmatose runs several connections at once, rdma_server and
+    REQ/REP/RTU/DREQ/DREP (and SIDR_REQ/SIDR_REP) on QP 1. rping moves and
+    verifies data (-V) with RDMA READ and WRITE, ucmatose runs several
+    connections at once, udaddy resolves UD QPs by SIDR, rdma_server and
     rdma_client use the synchronous API (rdma_create_ep, rdma_migrate_id),
     cmtime times the CM's steps, perftest -R connects its QPs through the CM."""
     need("rping")
@@ -746,6 +747,8 @@ def rdmacm():
          ["rping", "-c", "-a", "10.0.0.1", "-C", "20", "-V", "-v"]),
         ("ucmatose", "vhost", ["ucmatose", "-c", "4", "-C", "50"], ["ucmatose", "-s", "10.0.0.1", "-c", "4", "-C", "50"]),
         ("rdma-server-client", "vhost", ["rdma_server"], ["rdma_client", "-s", "10.0.0.1"]),
+        ("udaddy", "vhost", ["udaddy", "-c", "2", "-C", "20", "-S", "512"],
+         ["udaddy", "-s", "10.0.0.1", "-c", "2", "-C", "20", "-S", "512"]),
         ("write-bw-R", "vhost", ["ib_write_bw", "-R", "-d", "tita0", "-s", "65536", "-n", "1000"],
          ["ib_write_bw", "-R", "-d", "tita0", "-s", "65536", "-n", "1000", "10.0.0.1"]),
         ("read-bw-R", "vhost", ["ib_read_bw", "-R", "-d", "tita0", "-s", "65536", "-n", "500"],
@@ -770,6 +773,14 @@ def rdmacm():
                 fail(f"rdmacm-{name}: ucmatose did not complete its test")
             else:
                 print(f"rdmacm-{name}: 4 connections, 50 messages each way")
+        elif srv[0] == "udaddy":
+            # Each side counts 20 completions per connection before it ends: the
+            # client's sends reached the server's UD QPs and the replies came back.
+            if any("data transfers complete" not in out[w] or "return status 0" not in out[w]
+                   for w in ("client", "server")):
+                fail(f"rdmacm-{name}: udaddy did not complete its transfers")
+            else:
+                print(f"rdmacm-{name}: 2 UD ids resolved by SIDR, 20 messages of 512 B each way on each")
         elif srv[0] == "rdma_server":
             if "rdma_client: end 0" not in out["client"] or "rdma_server: end 0" not in out["server"]:
                 fail(f"rdmacm-{name}: rdma_client/rdma_server did not end with 0")

@@ -141,6 +141,60 @@ TEST(CmMad, RepRejAndShortMessagesReadBack) {
   EXPECT_EQ(d.remote_qpn, 0u);  // an RTU has no QPN field
 }
 
+TEST(CmMad, SidrFieldsSitWhereIbaPutsThem) {
+  SidrReq q;
+  q.request_id = 0x01020304;
+  q.service_id = service_id(kPsUdp, 7174);
+  q.private_data[0] = 0x00;
+  q.private_data[1] = 0x40;  // rdma_cm's header: IPv4
+  q.private_data[215] = 0x99;
+  uint8_t mad[kMadBytes];
+  build(q, 0x77, mad);
+  EXPECT_EQ(mad[17], 0x17);  // attribute SIDR_REQ
+  EXPECT_EQ(mad[H + 3], 0x04);
+  EXPECT_EQ(mad[H + 4], 0xff);  // P_Key at 4..5: the default partition
+  EXPECT_EQ(mad[H + 5], 0xff);
+  const uint8_t sid[8] = {0, 0, 0, 0, 0x01, 0x11, 0x1c, 0x06};
+  EXPECT_EQ(std::memcmp(mad + H + 8, sid, 8), 0);
+  EXPECT_EQ(mad[H + 17], 0x40);  // private data from 16
+  EXPECT_EQ(mad[kMadBytes - 1], 0x99);
+  SidrReq qb;
+  parse(mad, &qb);
+  EXPECT_EQ(qb.request_id, q.request_id);
+  EXPECT_EQ(qb.service_id, q.service_id);
+  EXPECT_EQ(qb.pkey, 0xffff);
+  EXPECT_EQ(qb.private_data[215], 0x99);
+
+  SidrRep p;
+  p.request_id = 0x01020304;
+  p.status = SidrStatus::kSuccess;
+  p.qpn = 0xabcdef;
+  p.service_id = q.service_id;
+  p.qkey = kUdpQkey;
+  p.private_data[135] = 0x5a;
+  build(p, 0x77, mad);
+  EXPECT_EQ(mad[17], 0x18);
+  EXPECT_EQ(mad[H + 4], 0);     // status
+  EXPECT_EQ(mad[H + 8], 0xab);  // QPN in the top 24 bits of 8..11
+  EXPECT_EQ(mad[H + 10], 0xef);
+  EXPECT_EQ(mad[H + 11], 0);
+  EXPECT_EQ(std::memcmp(mad + H + 12, sid, 8), 0);
+  EXPECT_EQ(mad[H + 20], 0x01);  // Q_Key at 20..23
+  EXPECT_EQ(mad[H + 23], 0x67);
+  EXPECT_EQ(mad[kMadBytes - 1], 0x5a);  // private data from 96, 136 bytes: to the MAD's end
+  size_t room = 0;
+  EXPECT_EQ(private_data(Attr::kSidrRep, mad, &room), mad + H + 96);
+  EXPECT_EQ(room, kSidrRepPrivate);
+  p.status = SidrStatus::kUnsupported;
+  build(p, 0x77, mad);
+  SidrRep pb;
+  parse(mad, &pb);
+  EXPECT_EQ(pb.status, SidrStatus::kUnsupported);
+  EXPECT_EQ(pb.qpn, 0xabcdefu);
+  EXPECT_EQ(pb.qkey, kUdpQkey);
+  EXPECT_EQ(pb.private_data[135], 0x5a);
+}
+
 TEST(CmMad, NotACmMadIsNotRead) {
   uint8_t mad[kMadBytes] = {};
   MadHeader h;

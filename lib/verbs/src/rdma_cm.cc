@@ -16,19 +16,24 @@
 // device; write to it runs the command; close drops the channel. Every other
 // file goes straight to glibc (one bit test).
 //
-// What is served: RC connections on the TCP port space over IPv4 (BIND_IP,
-// RESOLVE_IP, RESOLVE_ROUTE, QUERY_ROUTE, CONNECT, LISTEN, ACCEPT, REJECT,
-// DISCONNECT, INIT_QP_ATTR, GET_EVENT, SET_OPTION, NOTIFY, MIGRATE_ID,
-// DESTROY_ID). AF_IB addressing (librdmacm probes it at start and falls back
-// to IP), UD ids (SIDR), multicast and IPv6 answer EAFNOSUPPORT/EOPNOTSUPP
-// with one line.
+// What is served: RC connections on the TCP (and IB) port space over IPv4
+// (BIND_IP, RESOLVE_IP, RESOLVE_ROUTE, QUERY_ROUTE, CONNECT, LISTEN, ACCEPT,
+// REJECT, DISCONNECT, INIT_QP_ATTR, GET_EVENT, SET_OPTION, NOTIFY,
+// MIGRATE_ID, DESTROY_ID), and UD ids on the UDP port space, which connect by
+// Service ID Resolution: the active side's CONNECT sends a SIDR_REQ, the
+// passive side's ACCEPT answers with a SIDR_REP naming its QP and the UDP
+// port space's Q_Key, and the active side's ESTABLISHED event carries them
+// with an address handle (udaddy). AF_IB addressing (librdmacm probes it at
+// start and falls back to IP), the IPoIB port space, multicast and IPv6
+// answer EAFNOSUPPORT/EOPNOTSUPP with one line.
 //
 // The CM's timing: REQ, REP and DREQ are resent every kResendMs until
 // answered, at most kMaxResends times; a REQ never answered ends in
 // RDMA_CM_EVENT_UNREACHABLE, a REP never answered too, a DREQ in
 // RDMA_CM_EVENT_DISCONNECTED. A duplicate REQ gets the REP again, a
 // duplicate REP the RTU again, a DREQ for a connection we no longer know a
-// DREP (IBA 12.9.8).
+// DREP (IBA 12.9.8). A SIDR_REQ is resent as a REQ; a duplicate gets the
+// SIDR_REP again.
 // glibc's fortified open is an inline wrapper; this file defines open itself.
 #undef _FORTIFY_SOURCE
 #include <arpa/inet.h>
@@ -167,9 +172,10 @@ enum class State : uint8_t {
   kAddrResolved,
   kRouteResolved,
   kListen,
-  kReqSent,       // active: REQ out, waiting for REP
+  kReqSent,       // active: REQ (or SIDR_REQ) out, waiting for REP (or SIDR_REP)
   kRepReceived,   // active: CONNECT_RESPONSE handed out, waiting for ACCEPT (then RTU)
   kReqReceived,   // passive: CONNECT_REQUEST handed out, waiting for ACCEPT or REJECT
+                  // (a UD id goes from here to kEstablished, or kDisconnected when rejected)
   kRepSent,       // passive: REP out, waiting for RTU
   kEstablished,
   kDreqSent,
@@ -190,7 +196,9 @@ struct Id {
   uint16_t dst_port = 0;
   bool bound = false;
   uint32_t listener = 0;  // passive: the listening id it came from
-  // The connection (IBA's names).
+  // UD (the UDP port space): resolved by SIDR, no connection to tear down.
+  bool ud() const { return ps == cm::kPsUdp; }
+  // The connection (IBA's names); for SIDR the request ID is the comm ID.
   uint32_t local_comm_id = 0;
   uint32_t remote_comm_id = 0;
   uint32_t local_qpn = 0;
@@ -250,8 +258,10 @@ class Cm {
   int resolve_route(const rdma_ucm_resolve_route& c);
   int query_route(const rdma_ucm_query& c);
   int connect(const rdma_ucm_connect& c);
+  int connect_ud(Id& id, const rdma_ucm_connect& c);
   int listen(const rdma_ucm_listen& c);
   int accept(const rdma_ucm_accept& c);
+  int accept_ud(Id& id, const rdma_ucm_accept& c);
   int reject(const rdma_ucm_reject& c);
   int disconnect(const rdma_ucm_disconnect& c);
   int init_qp_attr(const rdma_ucm_init_qp_attr& c);
@@ -267,14 +277,22 @@ class Cm {
   void on_rej(const uint8_t* mad);
   void on_dreq(const uint8_t* mad, uint32_t peer_ip);
   void on_drep(const uint8_t* mad);
+  void on_sidr_req(const uint8_t* mad, uint32_t peer_ip);
+  void on_sidr_rep(const uint8_t* mad);
   void on_timers();
   void send_mad(uint32_t peer_ip, const uint8_t* mad);
   void send_and_wait(Id& id, int resends);
   void send_rej(uint32_t peer_ip, uint32_t local_comm_id, uint32_t remote_comm_id, cm::Which which,
                 cm::RejReason reason, const uint8_t* priv, size_t priv_len, uint64_t tid);
   void send_dreq(Id& id);
+  // The SIDR_REP answering a request, kept in the id (when there is one) for duplicates.
+  void send_sidr_rep(uint32_t peer_ip, uint32_t request_id, uint64_t service_id, cm::SidrStatus status,
+                     uint32_t qpn, const uint8_t* priv, size_t priv_len, uint64_t tid, uint8_t* mad);
   void post(const Id& id, uint32_t event, int32_t status, const rdma_ucm_conn_param* conn = nullptr,
             uint64_t uid = 0, uint32_t handle = 0);
+  void post_ud(const Id& id, uint32_t event, int32_t status, const rdma_ucm_ud_param& ud, uint64_t uid = 0,
+               uint32_t handle = 0);
+  void enqueue(int fd, const rdma_ucm_event_resp& e);
   Id* find(uint32_t handle) {
     auto it = ids_.find(handle);
     return it == ids_.end() ? nullptr : &it->second;
@@ -469,18 +487,33 @@ void Cm::stop() {
 
 void Cm::post(const Id& id, uint32_t event, int32_t status, const rdma_ucm_conn_param* conn, uint64_t uid,
               uint32_t handle) {
-  auto it = channels_.find(id.fd);
-  if (it == channels_.end()) return;
   rdma_ucm_event_resp e{};
   e.uid = uid != 0 ? uid : id.uid;
   e.id = handle != 0 ? handle : id.handle;
   e.event = event;
   e.status = static_cast<uint32_t>(status);
   if (conn != nullptr) e.param.conn = *conn;
+  enqueue(id.fd, e);
+}
+
+void Cm::post_ud(const Id& id, uint32_t event, int32_t status, const rdma_ucm_ud_param& ud, uint64_t uid,
+                 uint32_t handle) {
+  rdma_ucm_event_resp e{};
+  e.uid = uid != 0 ? uid : id.uid;
+  e.id = handle != 0 ? handle : id.handle;
+  e.event = event;
+  e.status = static_cast<uint32_t>(status);
+  e.param.ud = ud;
+  enqueue(id.fd, e);
+}
+
+void Cm::enqueue(int fd, const rdma_ucm_event_resp& e) {
+  auto it = channels_.find(fd);
+  if (it == channels_.end()) return;
   it->second.events.push_back(e);
   const uint64_t one = 1;
   // The channel's counter: one per event queued (glibc's write would come back here).
-  syscall(SYS_write, id.fd, &one, sizeof one);
+  syscall(SYS_write, fd, &one, sizeof one);
 }
 
 ssize_t Cm::get_event(int fd, const rdma_ucm_get_event& c) {
@@ -545,7 +578,7 @@ void Cm::close_channel(int fd) {
   channels_.erase(fd);
   for (auto it = ids_.begin(); it != ids_.end();) {
     if (it->second.fd == fd) {
-      if (it->second.state == State::kEstablished) send_dreq(it->second);
+      if (it->second.state == State::kEstablished && !it->second.ud()) send_dreq(it->second);
       it = ids_.erase(it);
     } else {
       ++it;
@@ -719,11 +752,17 @@ ssize_t Cm::command(int fd, const uint8_t* buf, size_t len) {
 
 
 int Cm::create_id(int fd, const rdma_ucm_create_id& c) {
-  if (c.ps != cm::kPsTcp && c.ps != cm::kPsIb) {
-    // Port spaces for UD (UDP, IPoIB) need SIDR.
-    dev_->log(Config::Log::kError, "rdma_cm: port space %#x: tita's CM has RC connections (RDMA_PS_TCP, RDMA_PS_IB)",
+  if (c.ps != cm::kPsTcp && c.ps != cm::kPsIb && c.ps != cm::kPsUdp) {
+    dev_->log(Config::Log::kError,
+              "rdma_cm: port space %#x: tita's CM serves RDMA_PS_TCP and RDMA_PS_IB (RC) and RDMA_PS_UDP (UD); "
+              "RDMA_PS_IPOIB needs an IPoIB interface",
               c.ps);
     return EOPNOTSUPP;
+  }
+  if ((c.ps == cm::kPsUdp) != (c.qp_type == IBV_QPT_UD)) {
+    dev_->log(Config::Log::kError, "rdma_cm: QP type %u on port space %#x: RDMA_PS_UDP is for UD QPs, the others RC",
+              c.qp_type, c.ps);
+    return EINVAL;
   }
   Id id;
   id.handle = next_handle_++;
@@ -740,15 +779,23 @@ int Cm::create_id(int fd, const rdma_ucm_create_id& c) {
 int Cm::destroy_id(const rdma_ucm_destroy_id& c) {
   Id* id = find(c.id);
   if (id == nullptr) return EINVAL;
-  switch (id->state) {
-    case State::kEstablished:
-    case State::kRepSent:
-    case State::kRepReceived: send_dreq(*id); break;
-    case State::kReqReceived:
-      send_rej(id->dst_ip, id->local_comm_id, id->remote_comm_id, cm::Which::kReq, cm::RejReason::kConsumerDefined,
-               nullptr, 0, id->tid);
-      break;
-    default: break;
+  if (id->ud()) {
+    // A request never answered: refused, as Linux's CM does when its id goes.
+    if (id->state == State::kReqReceived) {
+      send_sidr_rep(id->dst_ip, id->remote_comm_id, cm::service_id(id->ps, id->src_port), cm::SidrStatus::kReject,
+                    0, nullptr, 0, id->tid, id->mad.data());
+    }
+  } else {
+    switch (id->state) {
+      case State::kEstablished:
+      case State::kRepSent:
+      case State::kRepReceived: send_dreq(*id); break;
+      case State::kReqReceived:
+        send_rej(id->dst_ip, id->local_comm_id, id->remote_comm_id, cm::Which::kReq, cm::RejReason::kConsumerDefined,
+                 nullptr, 0, id->tid);
+        break;
+      default: break;
+    }
   }
   // Its events still queued go (the channel's counter keeps them: get_event skips the gaps).
   if (auto it = channels_.find(id->fd); it != channels_.end()) {
@@ -878,6 +925,7 @@ int Cm::connect(const rdma_ucm_connect& c) {
   Id* id = find(c.id);
   if (id == nullptr) return EINVAL;
   if (id->state != State::kRouteResolved) return EINVAL;
+  if (id->ud()) return connect_ud(*id, c);
   if (c.conn_param.private_data_len > cm::kReqPrivate - cm::kCmaHeaderBytes) return EINVAL;
   id->local_comm_id = next_comm_id_++;
   id->local_qpn = c.conn_param.qp_num;
@@ -923,6 +971,26 @@ int Cm::connect(const rdma_ucm_connect& c) {
   return 0;
 }
 
+int Cm::connect_ud(Id& id, const rdma_ucm_connect& c) {
+  if (c.conn_param.private_data_len > cm::kSidrReqPrivate - cm::kCmaHeaderBytes) return EINVAL;
+  id.local_comm_id = next_comm_id_++;
+  id.local_qpn = c.conn_param.qp_num;
+  id.tid = (uint64_t{id.local_comm_id} << 32) | 3;
+  cm::SidrReq q;
+  q.request_id = id.local_comm_id;
+  q.service_id = cm::service_id(id.ps, id.dst_port);
+  cm::CmaHeader ch;
+  ch.src_port = id.src_port;
+  ch.src = Gid::from_ipv4(ipv4_);
+  ch.dst = peer_gid(id);
+  cm::build_cma_header(ch, q.private_data);
+  std::memcpy(q.private_data + cm::kCmaHeaderBytes, c.conn_param.private_data, c.conn_param.private_data_len);
+  cm::build(q, id.tid, id.mad.data());
+  id.state = State::kReqSent;
+  send_and_wait(id, kMaxResends);
+  return 0;
+}
+
 int Cm::listen(const rdma_ucm_listen& c) {
   Id* id = find(c.id);
   if (id == nullptr) return EINVAL;
@@ -949,6 +1017,7 @@ int Cm::accept(const rdma_ucm_accept& c) {
     return 0;
   }
   if (id->state != State::kReqReceived) return EINVAL;
+  if (id->ud()) return accept_ud(*id, c);
   if (c.conn_param.private_data_len > cm::kRepPrivate) return EINVAL;
   if (c.uid != 0) id->uid = c.uid;
   if (c.conn_param.valid) {
@@ -977,9 +1046,28 @@ int Cm::accept(const rdma_ucm_accept& c) {
   return 0;
 }
 
+int Cm::accept_ud(Id& id, const rdma_ucm_accept& c) {
+  if (c.conn_param.private_data_len > cm::kSidrRepPrivate) return EINVAL;
+  if (c.uid != 0) id.uid = c.uid;
+  id.local_qpn = c.conn_param.qp_num;
+  send_sidr_rep(id.dst_ip, id.remote_comm_id, cm::service_id(id.ps, id.src_port), cm::SidrStatus::kSuccess,
+                id.local_qpn, c.conn_param.private_data, c.conn_param.private_data_len, id.tid, id.mad.data());
+  // Nothing more comes: the requester has what it needs (a duplicate request gets the same answer).
+  id.state = State::kEstablished;
+  return 0;
+}
+
 int Cm::reject(const rdma_ucm_reject& c) {
   Id* id = find(c.id);
   if (id == nullptr) return EINVAL;
+  if (id->ud()) {
+    if (id->state != State::kReqReceived) return EINVAL;
+    send_sidr_rep(id->dst_ip, id->remote_comm_id, cm::service_id(id->ps, id->src_port), cm::SidrStatus::kReject, 0,
+                  c.private_data, std::min<size_t>(c.private_data_len, cm::kSidrRepPrivate), id->tid,
+                  id->mad.data());
+    id->state = State::kDisconnected;
+    return 0;
+  }
   if (id->state != State::kReqReceived && id->state != State::kRepReceived) return EINVAL;
   const bool passive = id->state == State::kReqReceived;
   send_rej(id->dst_ip, id->local_comm_id, id->remote_comm_id, passive ? cm::Which::kReq : cm::Which::kRep,
@@ -1001,6 +1089,7 @@ void Cm::send_dreq(Id& id) {
 int Cm::disconnect(const rdma_ucm_disconnect& c) {
   Id* id = find(c.id);
   if (id == nullptr) return EINVAL;
+  if (id->ud()) return 0;  // SIDR left no connection
   switch (id->state) {
     case State::kEstablished:
     case State::kRepSent:
@@ -1017,6 +1106,24 @@ int Cm::init_qp_attr(const rdma_ucm_init_qp_attr& c) {
   ib_uverbs_qp_attr a{};
   a.qp_state = c.qp_state;
   const bool connecting = id->local_comm_id != 0;
+  if (id->ud()) {
+    // A UD QP needs its port, partition and the port space's Q_Key; RTR and
+    // RTS take nothing from the CM (librdmacm asks only for INIT).
+    a.qp_attr_mask = IBV_QP_STATE;
+    if (c.qp_state == IBV_QPS_INIT) {
+      a.qp_attr_mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+      a.port_num = 1;
+      a.pkey_index = 0;
+      a.qkey = cm::kUdpQkey;
+    } else if (c.qp_state == IBV_QPS_RTS) {
+      a.qp_attr_mask |= IBV_QP_SQ_PSN;
+      a.sq_psn = 0;
+    } else if (c.qp_state != IBV_QPS_RTR) {
+      return EINVAL;
+    }
+    answer(c.response, a);
+    return 0;
+  }
   switch (c.qp_state) {
     case IBV_QPS_INIT:
       a.qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
@@ -1125,6 +1232,21 @@ void Cm::send_rej(uint32_t peer_ip, uint32_t local_comm_id, uint32_t remote_comm
   send_mad(peer_ip, mad);
 }
 
+void Cm::send_sidr_rep(uint32_t peer_ip, uint32_t request_id, uint64_t service_id, cm::SidrStatus status,
+                       uint32_t qpn, const uint8_t* priv, size_t priv_len, uint64_t tid, uint8_t* mad) {
+  cm::SidrRep r;
+  r.request_id = request_id;
+  r.status = status;
+  r.service_id = service_id;
+  if (status == cm::SidrStatus::kSuccess) {
+    r.qpn = qpn;
+    r.qkey = cm::kUdpQkey;
+  }
+  if (priv != nullptr) std::memcpy(r.private_data, priv, std::min(priv_len, cm::kSidrRepPrivate));
+  cm::build(r, tid, mad);
+  send_mad(peer_ip, mad);
+}
+
 Id* Cm::by_local_comm_id(uint32_t comm_id) {
   for (auto& [h, id] : ids_) {
     if (id.local_comm_id == comm_id && comm_id != 0) return &id;
@@ -1142,6 +1264,8 @@ void Cm::on_mad(const uint8_t* mad, uint32_t peer_ip) {
     case cm::Attr::kRej: on_rej(mad); break;
     case cm::Attr::kDreq: on_dreq(mad, peer_ip); break;
     case cm::Attr::kDrep: on_drep(mad); break;
+    case cm::Attr::kSidrReq: on_sidr_req(mad, peer_ip); break;
+    case cm::Attr::kSidrRep: on_sidr_rep(mad); break;
     case cm::Attr::kMra: {
       // The peer needs longer: wait another round before resending.
       cm::Mra m;
@@ -1151,7 +1275,7 @@ void Cm::on_mad(const uint8_t* mad, uint32_t peer_ip) {
       }
       break;
     }
-    default: break;  // LAP, APR, SIDR, ClassPortInfo: not spoken
+    default: break;  // LAP, APR, ClassPortInfo: not spoken
   }
 }
 
@@ -1307,6 +1431,86 @@ void Cm::on_drep(const uint8_t* mad) {
   post(*id, kDisconnected, 0);
 }
 
+void Cm::on_sidr_req(const uint8_t* mad, uint32_t peer_ip) {
+  cm::MadHeader h;
+  cm::parse_header(mad, cm::kMadBytes, &h);
+  cm::SidrReq q;
+  cm::parse(mad, &q);
+  // A request we have answered: the same answer; one still with the application: nothing yet.
+  for (auto& [handle, id] : ids_) {
+    if (id.ud() && id.listener != 0 && id.dst_ip == peer_ip && id.remote_comm_id == q.request_id) {
+      if (id.state != State::kReqReceived) send_mad(peer_ip, id.mad.data());
+      return;
+    }
+  }
+  const uint16_t port = cm::service_port(q.service_id);
+  Id* listener = nullptr;
+  for (auto& [handle, id] : ids_) {
+    if (id.state == State::kListen && id.ud() && id.src_port == port && cm::service_ps(q.service_id) == id.ps) {
+      listener = &id;
+    }
+  }
+  cm::CmaHeader ch;
+  if (listener == nullptr || !cm::parse_cma_header(q.private_data, &ch)) {
+    uint8_t rep[cm::kMadBytes];
+    send_sidr_rep(peer_ip, q.request_id, q.service_id, cm::SidrStatus::kUnsupported, 0, nullptr, 0, h.tid, rep);
+    return;
+  }
+  Id id;
+  id.handle = next_handle_++;
+  id.fd = listener->fd;
+  id.ps = listener->ps;
+  id.qp_type = listener->qp_type;
+  id.listener = listener->handle;
+  id.state = State::kReqReceived;
+  id.src_ip = ipv4_;
+  id.src_port = port;
+  id.bound = true;
+  id.dst_ip = peer_ip;
+  id.dst_port = ch.src_port;
+  id.remote_comm_id = q.request_id;
+  id.path_mtu = max_path_mtu_;
+  id.tid = h.tid;
+  rdma_ucm_ud_param p{};
+  p.private_data_len = static_cast<uint8_t>(cm::kSidrReqPrivate - cm::kCmaHeaderBytes);
+  std::memcpy(p.private_data, q.private_data + cm::kCmaHeaderBytes, p.private_data_len);
+  ids_[id.handle] = id;
+  post_ud(*listener, kConnectRequest, 0, p, listener->uid, id.handle);
+}
+
+void Cm::on_sidr_rep(const uint8_t* mad) {
+  cm::SidrRep r;
+  cm::parse(mad, &r);
+  Id* id = by_local_comm_id(r.request_id);
+  if (id == nullptr || !id->ud() || id->state != State::kReqSent) return;
+  id->resend_at_ms = 0;
+  rdma_ucm_ud_param p{};
+  p.private_data_len = static_cast<uint8_t>(cm::kSidrRepPrivate);
+  std::memcpy(p.private_data, r.private_data, cm::kSidrRepPrivate);
+  if (r.status != cm::SidrStatus::kSuccess) {
+    // As Linux's rdma_cm: UNREACHABLE, the SIDR status as the event's.
+    dev_->log(Config::Log::kInfo, "rdma_cm: %u.%u.%u.%u answered SIDR_REQ for port %u with status %u",
+              id->dst_ip >> 24, (id->dst_ip >> 16) & 0xff, (id->dst_ip >> 8) & 0xff, id->dst_ip & 0xff, id->dst_port,
+              static_cast<unsigned>(r.status));
+    id->state = State::kDisconnected;
+    post_ud(*id, kUnreachable, static_cast<int32_t>(r.status), p);
+    return;
+  }
+  id->remote_qpn = r.qpn;
+  id->state = State::kEstablished;
+  p.qp_num = r.qpn;
+  p.qkey = r.qkey;
+  // The address handle to reach it: RoCEv2, the peer's IPv4-mapped GID.
+  const Gid g = peer_gid(*id);
+  std::memcpy(p.ah_attr.grh.dgid, g.raw, 16);
+  p.ah_attr.grh.sgid_index = 0;
+  p.ah_attr.grh.hop_limit = kHopLimit;
+  p.ah_attr.grh.traffic_class = id->tos;
+  p.ah_attr.is_global = 1;
+  p.ah_attr.port_num = 1;
+  post_ud(*id, kEstablished, 0, p);
+}
+
 void Cm::on_timers() {
   const uint64_t now = now_ms();
   for (auto& [handle, id] : ids_) {
@@ -1323,7 +1527,7 @@ void Cm::on_timers() {
       case State::kRepSent:
         dev_->log(Config::Log::kError, "rdma_cm: %u.%u.%u.%u did not answer the %s after %d tries",
                   id.dst_ip >> 24, (id.dst_ip >> 16) & 0xff, (id.dst_ip >> 8) & 0xff, id.dst_ip & 0xff,
-                  id.state == State::kReqSent ? "REQ" : "REP", kMaxResends + 1);
+                  id.state == State::kRepSent ? "REP" : id.ud() ? "SIDR_REQ" : "REQ", kMaxResends + 1);
         id.state = State::kDisconnected;
         post(id, kUnreachable, -ETIMEDOUT);
         break;

@@ -65,6 +65,8 @@ Priv priv_of(Attr a) {
     case Attr::kRtu: return {8, kRtuPrivate};
     case Attr::kDreq: return {12, kDreqPrivate};
     case Attr::kDrep: return {8, kDrepPrivate};
+    case Attr::kSidrReq: return {16, kSidrReqPrivate};
+    case Attr::kSidrRep: return {96, kSidrRepPrivate};
     default: return {0, 0};
   }
 }
@@ -251,6 +253,46 @@ void build(Attr attr, const Short& m, uint64_t tid, uint8_t* mad, const uint8_t*
   if (attr == Attr::kDreq) put(mad, 8, 24, m.remote_qpn);
   const Priv p = priv_of(attr);
   if (priv != nullptr) std::memcpy(mad + H + p.off, priv, std::min(priv_len, p.len));
+}
+
+// ---------------------------------------------------------------- SIDR_REQ, SIDR_REP (IBA 12.11)
+
+void parse(const uint8_t* mad, SidrReq* m) {
+  m->request_id = static_cast<uint32_t>(get(mad, 0, 32));
+  m->pkey = static_cast<uint16_t>(get(mad, 4, 16));
+  m->service_id = get(mad, 8, 64);
+  std::memcpy(m->private_data, mad + H + 16, kSidrReqPrivate);
+}
+
+void build(const SidrReq& m, uint64_t tid, uint8_t* mad) {
+  header(mad, Attr::kSidrReq, tid);
+  put(mad, 0, 32, m.request_id);
+  put(mad, 4, 16, m.pkey);
+  put(mad, 8, 64, m.service_id);
+  std::memcpy(mad + H + 16, m.private_data, kSidrReqPrivate);
+}
+
+void parse(const uint8_t* mad, SidrRep* m) {
+  m->request_id = static_cast<uint32_t>(get(mad, 0, 32));
+  m->status = static_cast<SidrStatus>(get(mad, 4, 8));
+  m->info_length = static_cast<uint8_t>(get(mad, 5, 8));
+  m->qpn = static_cast<uint32_t>(get(mad, 8, 24));
+  m->service_id = get(mad, 12, 64);
+  m->qkey = static_cast<uint32_t>(get(mad, 20, 32));
+  std::memcpy(m->info, mad + H + 24, sizeof m->info);
+  std::memcpy(m->private_data, mad + H + 96, kSidrRepPrivate);
+}
+
+void build(const SidrRep& m, uint64_t tid, uint8_t* mad) {
+  header(mad, Attr::kSidrRep, tid);
+  put(mad, 0, 32, m.request_id);
+  put(mad, 4, 8, static_cast<uint8_t>(m.status));
+  put(mad, 5, 8, std::min<uint8_t>(m.info_length, sizeof m.info));
+  put(mad, 8, 24, m.qpn);
+  put(mad, 12, 64, m.service_id);
+  put(mad, 20, 32, m.qkey);
+  std::memcpy(mad + H + 24, m.info, sizeof m.info);
+  std::memcpy(mad + H + 96, m.private_data, kSidrRepPrivate);
 }
 
 // ---------------------------------------------------------------- rdma_cm's header

@@ -4,7 +4,9 @@
 // method Send) and a 232-byte message whose attribute ID names it: REQ, MRA,
 // REJ, REP, RTU, DREQ, DREP. Fields sit at the byte and bit positions of the
 // IBA's tables 106-113; a field narrower than its bytes starts at the most
-// significant bit. Private data follows the fixed fields.
+// significant bit. Private data follows the fixed fields. SIDR_REQ and
+// SIDR_REP (Service ID Resolution, IBA 12.11) carry no connection: a UD
+// requester asks which QP and Q_Key serve a service ID, the responder says.
 //
 // rdma_cm's own layer (librdmacm and Linux's rdma_cm) rides in private data:
 // a connection on an IP port space is the service ID (port space << 16) |
@@ -52,6 +54,8 @@ inline constexpr size_t kRepPrivate = 196;
 inline constexpr size_t kRtuPrivate = 224;
 inline constexpr size_t kDreqPrivate = 220;
 inline constexpr size_t kDrepPrivate = 224;
+inline constexpr size_t kSidrReqPrivate = 216;
+inline constexpr size_t kSidrRepPrivate = 136;
 
 // REJ reasons (IBA table 109) that tita sends or reads.
 enum class RejReason : uint16_t {
@@ -59,6 +63,16 @@ enum class RejReason : uint16_t {
   kInvalidServiceId = 8,
   kStaleConnection = 10,
   kConsumerDefined = 28,
+};
+
+// SIDR_REP status (IBA 12.11.2).
+enum class SidrStatus : uint8_t {
+  kSuccess = 0,
+  kUnsupported = 1,  // no such service ID
+  kReject = 2,
+  kNoQp = 3,
+  kRedirect = 4,
+  kUnsupportedVersion = 5,
 };
 
 // MRA / REJ: which message a reply is about.
@@ -150,6 +164,24 @@ struct Short {
   uint32_t remote_qpn = 0;  // DREQ only
 };
 
+struct SidrReq {
+  uint32_t request_id = 0;
+  uint16_t pkey = 0xffff;
+  uint64_t service_id = 0;
+  uint8_t private_data[kSidrReqPrivate] = {};
+};
+
+struct SidrRep {
+  uint32_t request_id = 0;
+  SidrStatus status = SidrStatus::kSuccess;
+  uint8_t info_length = 0;
+  uint32_t qpn = 0;
+  uint64_t service_id = 0;
+  uint32_t qkey = 0;
+  uint8_t info[72] = {};
+  uint8_t private_data[kSidrRepPrivate] = {};
+};
+
 // Reading: the header of a MAD, false (and nothing read) when it is shorter
 // than a MAD or is not a CM MAD of class version 2.
 bool parse_header(const uint8_t* mad, size_t len, MadHeader* h);
@@ -158,6 +190,8 @@ void parse(const uint8_t* mad, Rep* m);
 void parse(const uint8_t* mad, Rej* m);
 void parse(const uint8_t* mad, Mra* m);
 void parse(const uint8_t* mad, Short* m);  // RTU, DREQ, DREP
+void parse(const uint8_t* mad, SidrReq* m);
+void parse(const uint8_t* mad, SidrRep* m);
 
 // Writing: a whole MAD (kMadBytes, zeros where a field is absent) with the
 // given transaction ID; Short needs the attribute it is (RTU, DREQ or DREP)
@@ -166,6 +200,8 @@ void build(const Req& m, uint64_t tid, uint8_t* mad);
 void build(const Rep& m, uint64_t tid, uint8_t* mad);
 void build(const Rej& m, uint64_t tid, uint8_t* mad);
 void build(const Mra& m, uint64_t tid, uint8_t* mad);
+void build(const SidrReq& m, uint64_t tid, uint8_t* mad);
+void build(const SidrRep& m, uint64_t tid, uint8_t* mad);
 void build(Attr attr, const Short& m, uint64_t tid, uint8_t* mad, const uint8_t* priv = nullptr, size_t priv_len = 0);
 // A message's private data inside a MAD, and its room.
 const uint8_t* private_data(Attr attr, const uint8_t* mad, size_t* len);
@@ -177,11 +213,13 @@ inline constexpr uint16_t kPsTcp = 0x0106;
 inline constexpr uint16_t kPsUdp = 0x0111;
 inline constexpr uint16_t kPsIb = 0x013f;
 inline constexpr uint16_t kPsIpoib = 0x0002;
+// The Q_Key of every UD QP on the UDP port space (RDMA_UDP_QKEY).
+inline constexpr uint32_t kUdpQkey = 0x01234567;
 constexpr uint64_t service_id(uint16_t ps, uint16_t port) { return (uint64_t{ps} << 16) | port; }
 constexpr uint16_t service_port(uint64_t sid) { return static_cast<uint16_t>(sid & 0xffff); }
 constexpr uint16_t service_ps(uint64_t sid) { return static_cast<uint16_t>((sid >> 16) & 0xffff); }
 
-// The header rdma_cm puts first in a REQ's private data: version 0, the IP
+// The header rdma_cm puts first in a REQ's (and a SIDR_REQ's) private data: version 0, the IP
 // version in the high nibble, the requester's port, then both addresses as
 // 16 bytes each (an IPv4 address in the last four).
 inline constexpr size_t kCmaHeaderBytes = 36;
