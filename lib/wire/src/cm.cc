@@ -1,10 +1,13 @@
 // CM MADs field by field: offsets are into the message (after the 24-byte
 // MAD header), as IBA's tables give them; a field of `bits` bits at (byte,
-// bit) starts `bit` bits below the byte's most significant bit.
+// bit) starts `bit` bits below the byte's most significant bit. Each
+// message's fields are listed once (Layout<M>), and parse and build walk it.
 #include "tita/wire/cm.h"
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
+#include <type_traits>
 
 namespace tita::wire::cm {
 namespace {
@@ -56,7 +59,7 @@ struct Priv {
   size_t off;
   size_t len;
 };
-Priv priv_of(Attr a) {
+constexpr Priv priv_of(Attr a) {
   switch (a) {
     case Attr::kReq: return {140, kReqPrivate};
     case Attr::kMra: return {10, kMraPrivate};
@@ -93,206 +96,217 @@ const uint8_t* private_data(Attr attr, const uint8_t* mad, size_t* len) {
   return mad + H + p.off;
 }
 
-// ---------------------------------------------------------------- REQ (table 106)
+// ---------------------------------------------------------------- the layouts
+//
+// Each message's fields once, as (byte, bit, width, member) or (byte, member)
+// for whole bytes; parse and build both walk the same list.
 
-void parse(const uint8_t* mad, Req* m) {
-  m->local_comm_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->service_id = get(mad, 8, 64);
-  m->local_ca_guid = get(mad, 16, 64);
-  m->local_qkey = static_cast<uint32_t>(get(mad, 28, 32));
-  m->local_qpn = static_cast<uint32_t>(get(mad, 32, 24));
-  m->responder_resources = static_cast<uint8_t>(get(mad, 35, 8));
-  m->initiator_depth = static_cast<uint8_t>(get(mad, 39, 8));
-  m->remote_cm_response_timeout = static_cast<uint8_t>(get(mad, 43, 5));
-  m->transport_service = static_cast<uint8_t>(get(mad, 43, 5, 2));
-  m->end_to_end_flow_control = get(mad, 43, 7, 1) != 0;
-  m->starting_psn = static_cast<uint32_t>(get(mad, 44, 24));
-  m->local_cm_response_timeout = static_cast<uint8_t>(get(mad, 47, 5));
-  m->retry_count = static_cast<uint8_t>(get(mad, 47, 5, 3));
-  m->pkey = static_cast<uint16_t>(get(mad, 48, 16));
-  m->path_mtu = static_cast<uint8_t>(get(mad, 50, 4));
-  m->rnr_retry_count = static_cast<uint8_t>(get(mad, 50, 5, 3));
-  m->max_cm_retries = static_cast<uint8_t>(get(mad, 51, 4));
-  m->srq = get(mad, 51, 4, 1) != 0;
-  m->primary_local_lid = static_cast<uint16_t>(get(mad, 52, 16));
-  m->primary_remote_lid = static_cast<uint16_t>(get(mad, 54, 16));
-  m->primary_local_gid = Gid::from_raw(mad + H + 56);
-  m->primary_remote_gid = Gid::from_raw(mad + H + 72);
-  m->flow_label = static_cast<uint32_t>(get(mad, 88, 20));
-  m->packet_rate = static_cast<uint8_t>(get(mad, 91, 2, 6));
-  m->traffic_class = static_cast<uint8_t>(get(mad, 92, 8));
-  m->hop_limit = static_cast<uint8_t>(get(mad, 93, 8));
-  m->sl = static_cast<uint8_t>(get(mad, 94, 4));
-  m->subnet_local = get(mad, 94, 4, 1) != 0;
-  m->local_ack_timeout = static_cast<uint8_t>(get(mad, 95, 5));
-  std::memcpy(m->private_data, mad + H + 140, kReqPrivate);
+namespace {
+
+template <typename M, typename T>
+struct Num {
+  size_t off;
+  unsigned bit;
+  unsigned bits;
+  T M::*member;
+};
+template <typename M, typename T>
+struct Bytes {
+  size_t off;
+  T M::*member;
+};
+
+template <typename M, typename T>
+void read(const uint8_t* mad, M* m, const Num<M, T>& f) {
+  m->*f.member = static_cast<T>(get(mad, f.off, f.bit, f.bits));
+}
+template <typename M, typename T>
+void write(uint8_t* mad, const M& m, const Num<M, T>& f) {
+  put(mad, f.off, f.bit, f.bits, static_cast<uint64_t>(m.*f.member));
+}
+template <typename M, typename T>
+void read(const uint8_t* mad, M* m, const Bytes<M, T>& f) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::memcpy(&(m->*f.member), mad + H + f.off, sizeof(T));
+}
+template <typename M, typename T>
+void write(uint8_t* mad, const M& m, const Bytes<M, T>& f) {
+  std::memcpy(mad + H + f.off, &(m.*f.member), sizeof(T));
 }
 
-void build(const Req& m, uint64_t tid, uint8_t* mad) {
-  header(mad, Attr::kReq, tid);
-  put(mad, 0, 32, m.local_comm_id);
-  put(mad, 8, 64, m.service_id);
-  put(mad, 16, 64, m.local_ca_guid);
-  put(mad, 28, 32, m.local_qkey);
-  put(mad, 32, 24, m.local_qpn);
-  put(mad, 35, 8, m.responder_resources);
-  put(mad, 39, 8, m.initiator_depth);
-  put(mad, 43, 5, m.remote_cm_response_timeout);
-  put(mad, 43, 5, 2, m.transport_service);
-  put(mad, 43, 7, 1, m.end_to_end_flow_control);
-  put(mad, 44, 24, m.starting_psn);
-  put(mad, 47, 5, m.local_cm_response_timeout);
-  put(mad, 47, 5, 3, m.retry_count);
-  put(mad, 48, 16, m.pkey);
-  put(mad, 50, 4, m.path_mtu);
-  put(mad, 50, 5, 3, m.rnr_retry_count);
-  put(mad, 51, 4, m.max_cm_retries);
-  put(mad, 51, 4, 1, m.srq);
-  put(mad, 52, 16, m.primary_local_lid);
-  put(mad, 54, 16, m.primary_remote_lid);
-  std::memcpy(mad + H + 56, m.primary_local_gid.raw, 16);
-  std::memcpy(mad + H + 72, m.primary_remote_gid.raw, 16);
-  put(mad, 88, 20, m.flow_label);
-  put(mad, 91, 2, 6, m.packet_rate);
-  put(mad, 92, 8, m.traffic_class);
-  put(mad, 93, 8, m.hop_limit);
-  put(mad, 94, 4, m.sl);
-  put(mad, 94, 4, 1, m.subnet_local);
-  put(mad, 95, 5, m.local_ack_timeout);
-  std::memcpy(mad + H + 140, m.private_data, kReqPrivate);
+template <typename M>
+struct Layout;
+
+// REQ (table 106).
+template <>
+struct Layout<Req> {
+  static constexpr Attr kAttr = Attr::kReq;
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &Req::local_comm_id},
+      Num{8, 0, 64, &Req::service_id},
+      Num{16, 0, 64, &Req::local_ca_guid},
+      Num{28, 0, 32, &Req::local_qkey},
+      Num{32, 0, 24, &Req::local_qpn},
+      Num{35, 0, 8, &Req::responder_resources},
+      Num{39, 0, 8, &Req::initiator_depth},
+      Num{43, 0, 5, &Req::remote_cm_response_timeout},
+      Num{43, 5, 2, &Req::transport_service},
+      Num{43, 7, 1, &Req::end_to_end_flow_control},
+      Num{44, 0, 24, &Req::starting_psn},
+      Num{47, 0, 5, &Req::local_cm_response_timeout},
+      Num{47, 5, 3, &Req::retry_count},
+      Num{48, 0, 16, &Req::pkey},
+      Num{50, 0, 4, &Req::path_mtu},
+      Num{50, 5, 3, &Req::rnr_retry_count},
+      Num{51, 0, 4, &Req::max_cm_retries},
+      Num{51, 4, 1, &Req::srq},
+      Num{52, 0, 16, &Req::primary_local_lid},
+      Num{54, 0, 16, &Req::primary_remote_lid},
+      Bytes{56, &Req::primary_local_gid},
+      Bytes{72, &Req::primary_remote_gid},
+      Num{88, 0, 20, &Req::flow_label},
+      Num{91, 2, 6, &Req::packet_rate},
+      Num{92, 0, 8, &Req::traffic_class},
+      Num{93, 0, 8, &Req::hop_limit},
+      Num{94, 0, 4, &Req::sl},
+      Num{94, 4, 1, &Req::subnet_local},
+      Num{95, 0, 5, &Req::local_ack_timeout},
+      Bytes{priv_of(kAttr).off, &Req::private_data},
+  };
+};
+
+// REP (table 110).
+template <>
+struct Layout<Rep> {
+  static constexpr Attr kAttr = Attr::kRep;
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &Rep::local_comm_id},
+      Num{4, 0, 32, &Rep::remote_comm_id},
+      Num{8, 0, 32, &Rep::local_qkey},
+      Num{12, 0, 24, &Rep::local_qpn},
+      Num{20, 0, 24, &Rep::starting_psn},
+      Num{24, 0, 8, &Rep::responder_resources},
+      Num{25, 0, 8, &Rep::initiator_depth},
+      Num{26, 0, 5, &Rep::target_ack_delay},
+      Num{26, 5, 2, &Rep::failover_accepted},
+      Num{26, 7, 1, &Rep::end_to_end_flow_control},
+      Num{27, 0, 3, &Rep::rnr_retry_count},
+      Num{27, 3, 1, &Rep::srq},
+      Num{28, 0, 64, &Rep::local_ca_guid},
+      Bytes{priv_of(kAttr).off, &Rep::private_data},
+  };
+};
+
+// REJ (table 108); the ARI length is clamped to the ARI's room when built.
+template <>
+struct Layout<Rej> {
+  static constexpr Attr kAttr = Attr::kRej;
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &Rej::local_comm_id},
+      Num{4, 0, 32, &Rej::remote_comm_id},
+      Num{8, 0, 2, &Rej::rejected},
+      Num{9, 0, 7, &Rej::ari_length},
+      Num{10, 0, 16, &Rej::reason},
+      Bytes{12, &Rej::ari},
+      Bytes{priv_of(kAttr).off, &Rej::private_data},
+  };
+};
+
+// MRA (table 107).
+template <>
+struct Layout<Mra> {
+  static constexpr Attr kAttr = Attr::kMra;
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &Mra::local_comm_id},
+      Num{4, 0, 32, &Mra::remote_comm_id},
+      Num{8, 0, 2, &Mra::mraed},
+      Num{9, 0, 5, &Mra::service_timeout},
+  };
+};
+
+// RTU, DREQ, DREP (tables 111-113): the communication IDs; a DREQ adds the
+// remote QPN at 8, read and written apart.
+template <>
+struct Layout<Short> {
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &Short::local_comm_id},
+      Num{4, 0, 32, &Short::remote_comm_id},
+  };
+};
+
+// SIDR_REQ and SIDR_REP (IBA 12.11, Linux's CM_SIDR_* offsets); the
+// additional-information length is clamped when built.
+template <>
+struct Layout<SidrReq> {
+  static constexpr Attr kAttr = Attr::kSidrReq;
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &SidrReq::request_id},
+      Num{4, 0, 16, &SidrReq::pkey},
+      Num{8, 0, 64, &SidrReq::service_id},
+      Bytes{priv_of(kAttr).off, &SidrReq::private_data},
+  };
+};
+template <>
+struct Layout<SidrRep> {
+  static constexpr Attr kAttr = Attr::kSidrRep;
+  static constexpr auto kFields = std::tuple{
+      Num{0, 0, 32, &SidrRep::request_id},
+      Num{4, 0, 8, &SidrRep::status},
+      Num{5, 0, 8, &SidrRep::info_length},
+      Num{8, 0, 24, &SidrRep::qpn},
+      Num{12, 0, 64, &SidrRep::service_id},
+      Num{20, 0, 32, &SidrRep::qkey},
+      Bytes{24, &SidrRep::info},
+      Bytes{priv_of(kAttr).off, &SidrRep::private_data},
+  };
+};
+
+template <typename M>
+void read_all(const uint8_t* mad, M* m) {
+  std::apply([&](const auto&... f) { (read(mad, m, f), ...); }, Layout<M>::kFields);
+}
+template <typename M>
+void write_all(const M& m, uint64_t tid, uint8_t* mad) {
+  header(mad, Layout<M>::kAttr, tid);
+  std::apply([&](const auto&... f) { (write(mad, m, f), ...); }, Layout<M>::kFields);
 }
 
-// ---------------------------------------------------------------- REP (table 110)
+}  // namespace
 
-void parse(const uint8_t* mad, Rep* m) {
-  m->local_comm_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->remote_comm_id = static_cast<uint32_t>(get(mad, 4, 32));
-  m->local_qkey = static_cast<uint32_t>(get(mad, 8, 32));
-  m->local_qpn = static_cast<uint32_t>(get(mad, 12, 24));
-  m->starting_psn = static_cast<uint32_t>(get(mad, 20, 24));
-  m->responder_resources = static_cast<uint8_t>(get(mad, 24, 8));
-  m->initiator_depth = static_cast<uint8_t>(get(mad, 25, 8));
-  m->target_ack_delay = static_cast<uint8_t>(get(mad, 26, 5));
-  m->failover_accepted = static_cast<uint8_t>(get(mad, 26, 5, 2));
-  m->end_to_end_flow_control = get(mad, 26, 7, 1) != 0;
-  m->rnr_retry_count = static_cast<uint8_t>(get(mad, 27, 3));
-  m->srq = get(mad, 27, 3, 1) != 0;
-  m->local_ca_guid = get(mad, 28, 64);
-  std::memcpy(m->private_data, mad + H + 36, kRepPrivate);
-}
+void parse(const uint8_t* mad, Req* m) { read_all(mad, m); }
+void parse(const uint8_t* mad, Rep* m) { read_all(mad, m); }
+void parse(const uint8_t* mad, Rej* m) { read_all(mad, m); }
+void parse(const uint8_t* mad, Mra* m) { read_all(mad, m); }
+void parse(const uint8_t* mad, SidrReq* m) { read_all(mad, m); }
+void parse(const uint8_t* mad, SidrRep* m) { read_all(mad, m); }
 
-void build(const Rep& m, uint64_t tid, uint8_t* mad) {
-  header(mad, Attr::kRep, tid);
-  put(mad, 0, 32, m.local_comm_id);
-  put(mad, 4, 32, m.remote_comm_id);
-  put(mad, 8, 32, m.local_qkey);
-  put(mad, 12, 24, m.local_qpn);
-  put(mad, 20, 24, m.starting_psn);
-  put(mad, 24, 8, m.responder_resources);
-  put(mad, 25, 8, m.initiator_depth);
-  put(mad, 26, 5, m.target_ack_delay);
-  put(mad, 26, 5, 2, m.failover_accepted);
-  put(mad, 26, 7, 1, m.end_to_end_flow_control);
-  put(mad, 27, 3, m.rnr_retry_count);
-  put(mad, 27, 3, 1, m.srq);
-  put(mad, 28, 64, m.local_ca_guid);
-  std::memcpy(mad + H + 36, m.private_data, kRepPrivate);
-}
-
-// ---------------------------------------------------------------- REJ (table 108), MRA (table 107)
-
-void parse(const uint8_t* mad, Rej* m) {
-  m->local_comm_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->remote_comm_id = static_cast<uint32_t>(get(mad, 4, 32));
-  m->rejected = static_cast<Which>(get(mad, 8, 2));
-  m->ari_length = static_cast<uint8_t>(get(mad, 9, 7));
-  m->reason = static_cast<uint16_t>(get(mad, 10, 16));
-  std::memcpy(m->ari, mad + H + 12, sizeof m->ari);
-  std::memcpy(m->private_data, mad + H + 84, kRejPrivate);
-}
+void build(const Req& m, uint64_t tid, uint8_t* mad) { write_all(m, tid, mad); }
+void build(const Rep& m, uint64_t tid, uint8_t* mad) { write_all(m, tid, mad); }
+void build(const Mra& m, uint64_t tid, uint8_t* mad) { write_all(m, tid, mad); }
+void build(const SidrReq& m, uint64_t tid, uint8_t* mad) { write_all(m, tid, mad); }
 
 void build(const Rej& m, uint64_t tid, uint8_t* mad) {
-  header(mad, Attr::kRej, tid);
-  put(mad, 0, 32, m.local_comm_id);
-  put(mad, 4, 32, m.remote_comm_id);
-  put(mad, 8, 2, static_cast<uint8_t>(m.rejected));
-  put(mad, 9, 7, std::min<uint8_t>(m.ari_length, sizeof m.ari));
-  put(mad, 10, 16, m.reason);
-  std::memcpy(mad + H + 12, m.ari, sizeof m.ari);
-  std::memcpy(mad + H + 84, m.private_data, kRejPrivate);
+  write_all(m, tid, mad);
+  put(mad, 9, 0, 7, std::min<uint8_t>(m.ari_length, sizeof m.ari));
 }
 
-void parse(const uint8_t* mad, Mra* m) {
-  m->local_comm_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->remote_comm_id = static_cast<uint32_t>(get(mad, 4, 32));
-  m->mraed = static_cast<Which>(get(mad, 8, 2));
-  m->service_timeout = static_cast<uint8_t>(get(mad, 9, 5));
+void build(const SidrRep& m, uint64_t tid, uint8_t* mad) {
+  write_all(m, tid, mad);
+  put(mad, 5, 0, 8, std::min<uint8_t>(m.info_length, sizeof m.info));
 }
-
-void build(const Mra& m, uint64_t tid, uint8_t* mad) {
-  header(mad, Attr::kMra, tid);
-  put(mad, 0, 32, m.local_comm_id);
-  put(mad, 4, 32, m.remote_comm_id);
-  put(mad, 8, 2, static_cast<uint8_t>(m.mraed));
-  put(mad, 9, 5, m.service_timeout);
-}
-
-// ---------------------------------------------------------------- RTU, DREQ, DREP (tables 111-113)
 
 void parse(const uint8_t* mad, Short* m) {
-  m->local_comm_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->remote_comm_id = static_cast<uint32_t>(get(mad, 4, 32));
+  read_all(mad, m);
   const bool dreq = load(mad + 16, 2) == static_cast<uint16_t>(Attr::kDreq);
   m->remote_qpn = dreq ? static_cast<uint32_t>(get(mad, 8, 24)) : 0;
 }
 
 void build(Attr attr, const Short& m, uint64_t tid, uint8_t* mad, const uint8_t* priv, size_t priv_len) {
   header(mad, attr, tid);
-  put(mad, 0, 32, m.local_comm_id);
-  put(mad, 4, 32, m.remote_comm_id);
+  std::apply([&](const auto&... f) { (write(mad, m, f), ...); }, Layout<Short>::kFields);
   if (attr == Attr::kDreq) put(mad, 8, 24, m.remote_qpn);
   const Priv p = priv_of(attr);
   if (priv != nullptr) std::memcpy(mad + H + p.off, priv, std::min(priv_len, p.len));
-}
-
-// ---------------------------------------------------------------- SIDR_REQ, SIDR_REP (IBA 12.11)
-
-void parse(const uint8_t* mad, SidrReq* m) {
-  m->request_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->pkey = static_cast<uint16_t>(get(mad, 4, 16));
-  m->service_id = get(mad, 8, 64);
-  std::memcpy(m->private_data, mad + H + 16, kSidrReqPrivate);
-}
-
-void build(const SidrReq& m, uint64_t tid, uint8_t* mad) {
-  header(mad, Attr::kSidrReq, tid);
-  put(mad, 0, 32, m.request_id);
-  put(mad, 4, 16, m.pkey);
-  put(mad, 8, 64, m.service_id);
-  std::memcpy(mad + H + 16, m.private_data, kSidrReqPrivate);
-}
-
-void parse(const uint8_t* mad, SidrRep* m) {
-  m->request_id = static_cast<uint32_t>(get(mad, 0, 32));
-  m->status = static_cast<SidrStatus>(get(mad, 4, 8));
-  m->info_length = static_cast<uint8_t>(get(mad, 5, 8));
-  m->qpn = static_cast<uint32_t>(get(mad, 8, 24));
-  m->service_id = get(mad, 12, 64);
-  m->qkey = static_cast<uint32_t>(get(mad, 20, 32));
-  std::memcpy(m->info, mad + H + 24, sizeof m->info);
-  std::memcpy(m->private_data, mad + H + 96, kSidrRepPrivate);
-}
-
-void build(const SidrRep& m, uint64_t tid, uint8_t* mad) {
-  header(mad, Attr::kSidrRep, tid);
-  put(mad, 0, 32, m.request_id);
-  put(mad, 4, 8, static_cast<uint8_t>(m.status));
-  put(mad, 5, 8, std::min<uint8_t>(m.info_length, sizeof m.info));
-  put(mad, 8, 24, m.qpn);
-  put(mad, 12, 64, m.service_id);
-  put(mad, 20, 32, m.qkey);
-  std::memcpy(mad + H + 24, m.info, sizeof m.info);
-  std::memcpy(mad + H + 96, m.private_data, kSidrRepPrivate);
 }
 
 // ---------------------------------------------------------------- rdma_cm's header
