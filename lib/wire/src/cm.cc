@@ -116,6 +116,12 @@ struct Bytes {
   T M::*member;
 };
 
+// (Written out for compilers without C++20's aggregate deduction: clang before 17.)
+template <typename M, typename T>
+Num(size_t, unsigned, unsigned, T M::*) -> Num<M, T>;
+template <typename M, typename T>
+Bytes(size_t, T M::*) -> Bytes<M, T>;
+
 template <typename M, typename T>
 void read(const uint8_t* mad, M* m, const Num<M, T>& f) {
   m->*f.member = static_cast<T>(get(mad, f.off, f.bit, f.bits));
