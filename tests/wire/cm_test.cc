@@ -244,6 +244,15 @@ constexpr const char* kLinuxRep =
 constexpr const char* kLinuxRej =
     "0107020300000000fbefb12e00000001001200000000000000000000fbefb12e"
     "00000008";
+// udaddy's SIDR exchange (captured the same way during the rdmacm group's
+// udaddy runs): the VM's SIDR_REQ to tita, and its SIDR_REP to tita's.
+constexpr const char* kLinuxSidrReq =
+    "010702030000000000000002e50e769e00170000000000009e760ee5ffff0000"
+    "0000000001111c06004093900000000000000000000000000a00000200000000"
+    "00000000000000000a000001";
+constexpr const char* kLinuxSidrRep =
+    "01070203000000000f9fdb010000000300180000000000000f9fdb0100000000"
+    "000011000000000001111c0601234567";
 constexpr const char* kLinuxDreq =
     "01070203000000000000000270ea2ec10015000000000000c12eea7037072f1d"
     "000012";
@@ -328,6 +337,39 @@ TEST(CmMadFromLinux, ItsRepRejAndDreqRead) {
   EXPECT_EQ(d.local_comm_id, 0xc12eea70u);
   EXPECT_EQ(d.remote_comm_id, 0x37072f1du);
   EXPECT_EQ(d.remote_qpn, 0x12u);  // tita's QP
+}
+
+TEST(CmMadFromLinux, ItsSidrReqAndRepReadAndRebuildByteForByte) {
+  const auto req = mad_of(kLinuxSidrReq);
+  MadHeader h;
+  ASSERT_TRUE(parse_header(req.data(), req.size(), &h));
+  EXPECT_EQ(h.attr, Attr::kSidrReq);
+  SidrReq q;
+  parse(req.data(), &q);
+  EXPECT_EQ(q.request_id, 0x9e760ee5u);
+  EXPECT_EQ(q.pkey, 0xffff);
+  EXPECT_EQ(q.service_id, service_id(kPsUdp, 7174));  // udaddy's port
+  CmaHeader c;
+  ASSERT_TRUE(parse_cma_header(q.private_data, &c));
+  EXPECT_EQ(c.src, Gid::from_ipv4(0x0a000002));
+  EXPECT_EQ(c.dst, Gid::from_ipv4(0x0a000001));
+  EXPECT_EQ(c.src_port, 0x9390);
+  uint8_t again[kMadBytes];
+  build(q, h.tid, again);
+  EXPECT_EQ(std::memcmp(again, req.data(), kMadBytes), 0);
+
+  const auto rep = mad_of(kLinuxSidrRep);
+  ASSERT_TRUE(parse_header(rep.data(), rep.size(), &h));
+  EXPECT_EQ(h.attr, Attr::kSidrRep);
+  SidrRep p;
+  parse(rep.data(), &p);
+  EXPECT_EQ(p.request_id, 0x0f9fdb01u);  // tita's SIDR_REQ's
+  EXPECT_EQ(p.status, SidrStatus::kSuccess);
+  EXPECT_EQ(p.qpn, 0x11u);                // the VM's UD QP
+  EXPECT_EQ(p.service_id, service_id(kPsUdp, 7174));
+  EXPECT_EQ(p.qkey, kUdpQkey);            // RDMA_UDP_QKEY, as tita's own SIDR_REP says
+  build(p, h.tid, again);
+  EXPECT_EQ(std::memcmp(again, rep.data(), kMadBytes), 0);
 }
 
 }  // namespace
