@@ -13,7 +13,10 @@ cause loss (read from the client's telemetry while ib_write_bw runs). With
 --tool mpi (root, Open MPI and tita-allreduce built), an MPI_Allreduce between
 two tita-run ranks on a veth pair, the link taken as 0.25 Gb/s and the bar at
 50 % of it: accepted; each rank's NIC capped at a quarter: named, host side, from
-both ranks' telemetry; a bad --mpi-bytes refused before anything starts.
+both ranks' telemetry; three ranks (a further host by --rank-eal) on veth pairs
+joined by a Linux bridge: every element right, busbw for three ranks, every
+rank's telemetry read, a shortfall named with its rank; a bad --mpi-bytes or a --rank-port without its
+--rank-eal refused before anything starts.
 """
 import json
 import os
@@ -93,11 +96,40 @@ def accept_mpi(name, extra):
         return r.returncode, {"findings": [], "results": {}, "error": r.stderr}
 
 
+def accept_mpi_bridge(name, n, extra):
+    """tita-doctor accept --tool mpi with n ranks: the server, the client and
+    n - 2 --rank-eal hosts, each on a veth pair whose far ends share a bridge."""
+    br, near = veth.make_bridge("tacb", n)
+    if br is None:
+        return 2, {"findings": [], "results": {}, "read": {}, "error": f"cannot make a bridge: {near}"}
+    eal = [f"--file-prefix=acc-m{i}-{name} --vdev=net_af_packet0,iface={near[i]},qdisc_bypass=0" for i in range(n)]
+    further = []
+    for i in range(2, n):
+        further += ["--rank-eal", eal[i], "--rank-port", "net_af_packet0", "--rank-ip", f"10.0.0.{i + 1}"]
+    try:
+        r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", "mpi", "--server-eal", eal[0],
+                            "--client-eal", eal[1], "--server-port", "net_af_packet0",
+                            "--client-port", "net_af_packet0", "--json"] + further + extra,
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        for dev in near + [br]:
+            subprocess.run(["ip", "link", "del", dev], capture_output=True)
+    try:
+        return r.returncode, json.loads(r.stdout)
+    except ValueError:
+        return r.returncode, {"findings": [], "results": {}, "read": {}, "error": r.stderr}
+
+
 def mpi_cases(build):
     r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", "mpi", "--server-eal", "x", "--client-eal", "y",
                         "--link-gbps", "1", "--mpi-bytes", "1001"], capture_output=True, text=True, timeout=30)
     check(r.returncode == 2 and "--mpi-bytes 1001" in r.stderr and "mpirun" not in r.stderr,
           f"a bad --mpi-bytes is refused in one line before anything starts: exit {r.returncode}: {r.stderr.strip()}")
+    r = subprocess.run([sys.executable, DOCTOR, "accept", "--tool", "mpi", "--server-eal", "x", "--client-eal", "y",
+                        "--link-gbps", "1", "--rank-port", "net_af_packet0"], capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 2 and "--rank-eal" in r.stderr and "mpirun" not in r.stderr,
+          f"a --rank-port without its --rank-eal is refused in one line: exit {r.returncode}: {r.stderr.strip()}")
     if os.geteuid() != 0:
         print("SKIP mpi cases: tita-run shows tita0 to UCX only as root (its mount namespace)")
         return
@@ -115,6 +147,27 @@ def mpi_cases(build):
           rep["results"].get("busbw_gbps", 1) < 0.0625 and rep["read"].get("rank_counters"),
           f"mpi: both ranks' NICs capped at a quarter of the link: named from both ranks' counters: exit {rc}: "
           f"{f.get('what') or rep.get('error', '')} {rep['results'].get('busbw_gbps')}")
+    # Three hosts, the third by --rank-eal. Six polling threads (three ranks,
+    # each an application and a device thread) share this machine's two cores,
+    # so the bar may or may not be met: what must hold is the run itself (every
+    # element right, three ranks, nccl-tests' busbw for three: algbw x 4/3),
+    # every rank's telemetry read, and a shortfall named with the rank where
+    # most of its cause was counted.
+    rc, rep = accept_mpi_bridge("three", 3, ["--link-gbps", "0.125", "--busbw-share", "0.5", "--mpi-bytes",
+                                             str(4 << 20)])
+    sizes = rep["results"].get("sizes", {})
+    read = rep.get("read", {})
+    f = rep["findings"][0] if rep["findings"] else {}
+    check(rc in (0, 1) and rep["results"].get("ranks") == 3 and sizes and
+          all(v["wrong"] == 0 and abs(v["busbw_gbps"] - v["algbw_gbps"] * 4 / 3) < 2e-4 for v in sizes.values()) and
+          len(read.get("ranks", [])) == 3 and (read.get("rank_counters") or "").count("acc-m") == 3 and
+          (rc == 0 or (f.get("question") == "performance" and
+                       ("at rank" in f.get("where", "") or STARVED in f.get("what", "")))),
+          f"mpi: three hosts (one by --rank-eal), every element right, busbw for three ranks, each rank's telemetry "
+          f"read, a shortfall named with its rank: exit {rc}, {rep['results']} {read.get('rank_counters')} "
+          f"{rep.get('error', '')} {[(f['where'], f['what']) for f in rep['findings']]}")
+    if rc == 1:
+        print(f"info mpi three hosts: {f.get('where')}: {f.get('what')}")
 
 
 def main():

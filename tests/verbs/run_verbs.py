@@ -608,33 +608,6 @@ def ucx():
     subprocess.run(["ip", "link", "del", a], capture_output=True)
 
 
-def veth_bridge(name, n):
-    """n veth pairs whose far ends join a Linux bridge (a switch for n af_packet
-    ports); returns the near ends. Their interface numbers differ in bits 12-14
-    (rank r: 0x1000 * (r + 1) + k), so no two tita-run processes with close pids
-    fall into one af_packet fanout group (veth.py says why that matters)."""
-    br = f"{name}br"
-    subprocess.run(["ip", "link", "del", br], capture_output=True)
-    r = subprocess.run(["ip", "link", "add", br, "type", "bridge"], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"SKIP: cannot make a bridge: {r.stderr.strip()}")
-        sys.exit(77)
-    subprocess.run(["ip", "link", "set", br, "up"], check=True)
-    used = {int(open(f"/sys/class/net/{d}/ifindex").read()) for d in os.listdir("/sys/class/net")}
-    k = next(k for k in range(1, 0x7ff) if not any(0x1000 * (r + 1) + 2 * k + j in used for r in range(n) for j in (0, 1)))
-    near = []
-    for r in range(n):
-        a, b = f"{name}{r}a", f"{name}{r}b"
-        subprocess.run(["ip", "link", "del", a], capture_output=True)
-        subprocess.run(["ip", "link", "add", a, "index", str(0x1000 * (r + 1) + 2 * k), "type", "veth", "peer", "name", b,
-                        "index", str(0x1000 * (r + 1) + 2 * k + 1)], check=True)
-        subprocess.run(["ip", "link", "set", b, "master", br], check=True)
-        for dev in (a, b):
-            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
-        near.append(a)
-    return br, near
-
-
 def mpi():
     """Open MPI 4.1 (pml ucx, shared memory and TCP excluded) over tita: each
     rank under its own tita-run (tests/verbs/tita_rank.sh) on its own af_packet
@@ -671,7 +644,10 @@ def mpi():
         run(2, [a, b], "2 ranks, a veth pair")
     finally:
         subprocess.run(["ip", "link", "del", a], capture_output=True)
-    br, near = veth_bridge("tmb", 4)
+    br, near = veth.make_bridge("tmb", 4)
+    if br is None:
+        print(f"SKIP 4 ranks: cannot make a bridge: {near}")
+        return
     try:
         run(4, near, "4 ranks, four veth pairs joined by a Linux bridge")
     finally:
