@@ -298,6 +298,10 @@ class Cm {
     return it == ids_.end() ? nullptr : &it->second;
   }
   Id* by_local_comm_id(uint32_t comm_id);
+  // The id listening on a service ID's port space and port.
+  Id* find_listener(uint64_t service_id);
+  // A passive side's new id for a request from peer_ip to listener.
+  Id passive_id(const Id& listener, uint32_t peer_ip, uint16_t peer_port, uint64_t tid);
   uint16_t ephemeral_port();
   bool port_in_use(uint16_t port) const;
   Gid peer_gid(const Id& id) const { return Gid::from_ipv4(id.dst_ip); }
@@ -1279,6 +1283,35 @@ void Cm::on_mad(const uint8_t* mad, uint32_t peer_ip) {
   }
 }
 
+Id* Cm::find_listener(uint64_t service_id) {
+  for (auto& [handle, id] : ids_) {
+    if (id.state == State::kListen && id.src_port == cm::service_port(service_id) &&
+        id.ps == cm::service_ps(service_id)) {
+      return &id;
+    }
+  }
+  return nullptr;
+}
+
+Id Cm::passive_id(const Id& listener, uint32_t peer_ip, uint16_t peer_port, uint64_t tid) {
+  Id id;
+  id.handle = next_handle_++;
+  id.uid = 0;  // set by ACCEPT
+  id.fd = listener.fd;
+  id.ps = listener.ps;
+  id.qp_type = listener.qp_type;
+  id.listener = listener.handle;
+  id.state = State::kReqReceived;
+  id.src_ip = ipv4_;
+  id.src_port = listener.src_port;
+  id.bound = true;
+  id.dst_ip = peer_ip;
+  id.dst_port = peer_port;
+  id.path_mtu = max_path_mtu_;
+  id.tid = tid;
+  return id;
+}
+
 void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
   cm::MadHeader h;
   cm::parse_header(mad, cm::kMadBytes, &h);
@@ -1291,30 +1324,14 @@ void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
       return;
     }
   }
-  const uint16_t port = cm::service_port(q.service_id);
-  Id* listener = nullptr;
-  for (auto& [handle, id] : ids_) {
-    if (id.state == State::kListen && id.src_port == port && cm::service_ps(q.service_id) == id.ps) listener = &id;
-  }
+  Id* listener = find_listener(q.service_id);
   cm::CmaHeader ch;
   const bool ip_ps = cm::service_ps(q.service_id) == cm::kPsTcp;
   if (listener == nullptr || q.transport_service != 0 || (ip_ps && !cm::parse_cma_header(q.private_data, &ch))) {
     send_rej(peer_ip, 0, q.local_comm_id, cm::Which::kReq, cm::RejReason::kInvalidServiceId, nullptr, 0, h.tid);
     return;
   }
-  Id id;
-  id.handle = next_handle_++;
-  id.uid = 0;  // set by ACCEPT
-  id.fd = listener->fd;
-  id.ps = listener->ps;
-  id.qp_type = listener->qp_type;
-  id.listener = listener->handle;
-  id.state = State::kReqReceived;
-  id.src_ip = ipv4_;
-  id.src_port = port;
-  id.bound = true;
-  id.dst_ip = peer_ip;
-  id.dst_port = ip_ps ? ch.src_port : 0;
+  Id id = passive_id(*listener, peer_ip, ip_ps ? ch.src_port : 0, h.tid);
   id.local_comm_id = next_comm_id_++;
   id.remote_comm_id = q.local_comm_id;
   id.remote_qpn = q.local_qpn;
@@ -1329,7 +1346,6 @@ void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
   id.path_mtu = std::min(q.path_mtu, max_path_mtu_);
   id.srq = q.srq;
   id.tos = q.traffic_class;
-  id.tid = h.tid;
   rdma_ucm_conn_param p{};
   p.qp_num = q.local_qpn;
   p.srq = q.srq;
@@ -1443,34 +1459,15 @@ void Cm::on_sidr_req(const uint8_t* mad, uint32_t peer_ip) {
       return;
     }
   }
-  const uint16_t port = cm::service_port(q.service_id);
-  Id* listener = nullptr;
-  for (auto& [handle, id] : ids_) {
-    if (id.state == State::kListen && id.ud() && id.src_port == port && cm::service_ps(q.service_id) == id.ps) {
-      listener = &id;
-    }
-  }
+  Id* listener = find_listener(q.service_id);
   cm::CmaHeader ch;
-  if (listener == nullptr || !cm::parse_cma_header(q.private_data, &ch)) {
+  if (listener == nullptr || !listener->ud() || !cm::parse_cma_header(q.private_data, &ch)) {
     uint8_t rep[cm::kMadBytes];
     send_sidr_rep(peer_ip, q.request_id, q.service_id, cm::SidrStatus::kUnsupported, 0, nullptr, 0, h.tid, rep);
     return;
   }
-  Id id;
-  id.handle = next_handle_++;
-  id.fd = listener->fd;
-  id.ps = listener->ps;
-  id.qp_type = listener->qp_type;
-  id.listener = listener->handle;
-  id.state = State::kReqReceived;
-  id.src_ip = ipv4_;
-  id.src_port = port;
-  id.bound = true;
-  id.dst_ip = peer_ip;
-  id.dst_port = ch.src_port;
+  Id id = passive_id(*listener, peer_ip, ch.src_port, h.tid);
   id.remote_comm_id = q.request_id;
-  id.path_mtu = max_path_mtu_;
-  id.tid = h.tid;
   rdma_ucm_ud_param p{};
   p.private_data_len = static_cast<uint8_t>(cm::kSidrReqPrivate - cm::kCmaHeaderBytes);
   std::memcpy(p.private_data, q.private_data + cm::kCmaHeaderBytes, p.private_data_len);
