@@ -14,8 +14,8 @@ cause loss (read from the client's telemetry while ib_write_bw runs). With
 two tita-run ranks on a veth pair, the link taken as 0.25 Gb/s and the bar at
 50 % of it: accepted; each rank's NIC capped at a quarter: named, host side, from
 both ranks' telemetry; three ranks (a further host by --rank-eal) on veth pairs
-joined by a Linux bridge: every element right, busbw for three ranks, every
-rank's telemetry read, a shortfall named with its rank; a bad --mpi-bytes or a --rank-port without its
+joined by a Linux bridge: accepted, every element right, busbw for three
+ranks, every rank's telemetry read; a bad --mpi-bytes or a --rank-port without its
 --rank-eal refused before anything starts.
 """
 import json
@@ -147,27 +147,19 @@ def mpi_cases(build):
           rep["results"].get("busbw_gbps", 1) < 0.0625 and rep["read"].get("rank_counters"),
           f"mpi: both ranks' NICs capped at a quarter of the link: named from both ranks' counters: exit {rc}: "
           f"{f.get('what') or rep.get('error', '')} {rep['results'].get('busbw_gbps')}")
-    # Three hosts, the third by --rank-eal. Six polling threads (three ranks,
-    # each an application and a device thread) share this machine's two cores,
-    # so the bar may or may not be met: what must hold is the run itself (every
-    # element right, three ranks, nccl-tests' busbw for three: algbw x 4/3),
-    # every rank's telemetry read, and a shortfall named with the rank where
-    # most of its cause was counted.
+    # Three hosts, the third by --rank-eal, on veth pairs joined by a bridge:
+    # the ring Allreduce (the doctor's choice) reaches about 0.9 of the paced
+    # 0.125 Gb/s here with six polling threads on two cores; judged at half.
     rc, rep = accept_mpi_bridge("three", 3, ["--link-gbps", "0.125", "--busbw-share", "0.5", "--mpi-bytes",
                                              str(4 << 20)])
     sizes = rep["results"].get("sizes", {})
     read = rep.get("read", {})
-    f = rep["findings"][0] if rep["findings"] else {}
-    check(rc in (0, 1) and rep["results"].get("ranks") == 3 and sizes and
+    check(accepted_or_starved(rc, rep, "mpi three hosts") and rep["results"].get("ranks") == 3 and sizes and
           all(v["wrong"] == 0 and abs(v["busbw_gbps"] - v["algbw_gbps"] * 4 / 3) < 2e-4 for v in sizes.values()) and
-          len(read.get("ranks", [])) == 3 and (read.get("rank_counters") or "").count("acc-m") == 3 and
-          (rc == 0 or (f.get("question") == "performance" and
-                       ("at rank" in f.get("where", "") or STARVED in f.get("what", "")))),
-          f"mpi: three hosts (one by --rank-eal), every element right, busbw for three ranks, each rank's telemetry "
-          f"read, a shortfall named with its rank: exit {rc}, {rep['results']} {read.get('rank_counters')} "
+          len(read.get("ranks", [])) == 3 and (read.get("rank_counters") or "").count("acc-m") == 3,
+          f"mpi: three hosts (one by --rank-eal) accepted, every element right, busbw for three ranks (algbw x 4/3), "
+          f"each rank's telemetry read: exit {rc}, {rep['results']} {read.get('rank_counters')} "
           f"{rep.get('error', '')} {[(f['where'], f['what']) for f in rep['findings']]}")
-    if rc == 1:
-        print(f"info mpi three hosts: {f.get('where')}: {f.get('what')}")
 
 
 def main():
