@@ -12,8 +12,10 @@ under its own tita-run (--progress adaptive, as the verbs-mpi test):
     reports the two directions' sum);
   - tita-allreduce --min SIZE --max SIZE --iters 40 under mpirun -np 2 (pml ucx,
     UCX_TLS=rc_verbs,ud_verbs, shared memory and TCP excluded): nccl-tests'
-    busbw, algbw x 2(n-1)/n, from the time per Allreduce.
-The three alternate; the table gives median [min, max] of each, of the
+    busbw, algbw x 2(n-1)/n, from the time per Allreduce; once with Open MPI's
+    own choice of algorithm, once with its ring (coll_tuned_allreduce_algorithm
+    4, as tita-doctor accept --tool mpi runs it).
+The four alternate; the table gives median [min, max] of each, of the
 per-round ratio busbw / WRITE and of busbw / (WRITE -b / 2), the rate each way
 when both ways send at once. Needs root (tita-run's view of tita0 for UCX), perftest,
 openmpi-bin and a build with tita-allreduce (libopenmpi-dev).
@@ -56,9 +58,10 @@ def write_bw(size, bidir=False):
     raise RuntimeError(f"ib_write_bw printed no result (exit {c.returncode}): {c.stdout[-400:]} {c.stderr[-400:]}")
 
 
-def allreduce_busbw(size):
+def allreduce_busbw(size, ring=False):
+    algo = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "4"] if ring else []
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "ucx", "--mca", "btl",
-           "^vader,tcp,openib,uct", "-x", "UCX_TLS=rc_verbs,ud_verbs", "-x", "UCX_NET_DEVICES=tita0:1",
+           "^vader,tcp,openib,uct"] + algo + ["-x", "UCX_TLS=rc_verbs,ud_verbs", "-x", "UCX_NET_DEVICES=tita0:1",
            "-np", "1"] + side(A, "10.0.0.1", "bm-r0") + [ALLREDUCE, "--min", str(size), "--max", str(size),
                                                           "--iters", "40", ":", "-np", "1"] + \
           side(B, "10.0.0.2", "bm-r1") + [ALLREDUCE, "--min", str(size), "--max", str(size), "--iters", "40"]
@@ -91,19 +94,22 @@ def main():
     err = veth.make_pair(A, B)
     if err is not None:
         sys.exit(f"bench-mpi: cannot make a veth pair: {err}")
-    write, bidir, busbw = [], [], []
+    write, bidir, busbw, ring = [], [], [], []
     try:
         for r in range(a.rounds):
             write.append(write_bw(a.size))
             bidir.append(write_bw(a.size, bidir=True))
             busbw.append(allreduce_busbw(a.size))
+            ring.append(allreduce_busbw(a.size, ring=True))
             print(f"round {r + 1}: ib_write_bw {write[-1]:.3f} Gb/s, ib_write_bw -b {bidir[-1]:.3f} Gb/s, "
-                  f"Allreduce busbw {busbw[-1]:.3f} Gb/s, ratio {busbw[-1] / write[-1]:.2f}", flush=True)
+                  f"Allreduce busbw {busbw[-1]:.3f} Gb/s (ring {ring[-1]:.3f}), ratio {busbw[-1] / write[-1]:.2f} "
+                  f"(ring {ring[-1] / write[-1]:.2f})", flush=True)
     finally:
         subprocess.run(["ip", "link", "del", A], capture_output=True)
     load = open("/proc/loadavg").read().split()[:3]
     res = {"size": a.size, "write_gbps": stats(write), "write_bidirectional_gbps": stats(bidir),
-           "busbw_gbps": stats(busbw),
+           "busbw_gbps": stats(busbw), "busbw_ring_gbps": stats(ring),
+           "ratio_ring": stats([b / w for b, w in zip(ring, write)]),
            "ratio": stats([b / w for b, w in zip(busbw, write)]),
            "ratio_to_each_way": stats([b / (w / 2) for b, w in zip(busbw, bidir)]), "loadavg_after": load,
            "port": "af_packet on a veth pair, frames up to 1518 B", "cpus": os.cpu_count()}
@@ -112,7 +118,9 @@ def main():
           f"[{res['write_bidirectional_gbps']['min']}, {res['write_bidirectional_gbps']['max']}], Allreduce busbw {res['busbw_gbps']['median']} Gb/s "
           f"[{res['busbw_gbps']['min']}, {res['busbw_gbps']['max']}], ratio {res['ratio']['median']} "
           f"[{res['ratio']['min']}, {res['ratio']['max']}], to each way of -b {res['ratio_to_each_way']['median']} "
-          f"[{res['ratio_to_each_way']['min']}, {res['ratio_to_each_way']['max']}]")
+          f"[{res['ratio_to_each_way']['min']}, {res['ratio_to_each_way']['max']}]; the ring Allreduce busbw "
+          f"{res['busbw_ring_gbps']['median']} Gb/s [{res['busbw_ring_gbps']['min']}, {res['busbw_ring_gbps']['max']}], "
+          f"ratio {res['ratio_ring']['median']} [{res['ratio_ring']['min']}, {res['ratio_ring']['max']}]")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
