@@ -259,6 +259,8 @@ class Cm {
   int query_route(const rdma_ucm_query& c);
   int connect(const rdma_ucm_connect& c);
   int connect_ud(Id& id, const rdma_ucm_connect& c);
+  // A REQ's or SIDR_REQ's private data: rdma_cm's header, then the application's.
+  void cma_private_data(const Id& id, const rdma_ucm_conn_param& p, uint8_t* out) const;
   int listen(const rdma_ucm_listen& c);
   int accept(const rdma_ucm_accept& c);
   int accept_ud(Id& id, const rdma_ucm_accept& c);
@@ -285,13 +287,20 @@ class Cm {
   void send_rej(uint32_t peer_ip, uint32_t local_comm_id, uint32_t remote_comm_id, cm::Which which,
                 cm::RejReason reason, const uint8_t* priv, size_t priv_len, uint64_t tid);
   void send_dreq(Id& id);
-  // The SIDR_REP answering a request, kept in the id (when there is one) for duplicates.
+  // The SIDR_REP answering a request, built into mad (the id's, kept for duplicates).
   void send_sidr_rep(uint32_t peer_ip, uint32_t request_id, uint64_t service_id, cm::SidrStatus status,
                      uint32_t qpn, const uint8_t* priv, size_t priv_len, uint64_t tid, uint8_t* mad);
+  void send_sidr_rep(Id& id, cm::SidrStatus status, const uint8_t* priv = nullptr, size_t priv_len = 0) {
+    send_sidr_rep(id.dst_ip, id.remote_comm_id, cm::service_id(id.ps, id.src_port), status, id.local_qpn, priv,
+                  priv_len, id.tid, id.mad.data());
+  }
+  // An event for the id (or, with uid and handle, for the new id a listener's
+  // request made), with an RC or a UD parameter.
   void post(const Id& id, uint32_t event, int32_t status, const rdma_ucm_conn_param* conn = nullptr,
             uint64_t uid = 0, uint32_t handle = 0);
   void post_ud(const Id& id, uint32_t event, int32_t status, const rdma_ucm_ud_param& ud, uint64_t uid = 0,
                uint32_t handle = 0);
+  static rdma_ucm_event_resp event_of(const Id& id, uint32_t event, int32_t status, uint64_t uid, uint32_t handle);
   void enqueue(int fd, const rdma_ucm_event_resp& e);
   Id* find(uint32_t handle) {
     auto it = ids_.find(handle);
@@ -489,24 +498,25 @@ void Cm::stop() {
 
 // ---------------------------------------------------------------- events
 
-void Cm::post(const Id& id, uint32_t event, int32_t status, const rdma_ucm_conn_param* conn, uint64_t uid,
-              uint32_t handle) {
+rdma_ucm_event_resp Cm::event_of(const Id& id, uint32_t event, int32_t status, uint64_t uid, uint32_t handle) {
   rdma_ucm_event_resp e{};
   e.uid = uid != 0 ? uid : id.uid;
   e.id = handle != 0 ? handle : id.handle;
   e.event = event;
   e.status = static_cast<uint32_t>(status);
+  return e;
+}
+
+void Cm::post(const Id& id, uint32_t event, int32_t status, const rdma_ucm_conn_param* conn, uint64_t uid,
+              uint32_t handle) {
+  rdma_ucm_event_resp e = event_of(id, event, status, uid, handle);
   if (conn != nullptr) e.param.conn = *conn;
   enqueue(id.fd, e);
 }
 
 void Cm::post_ud(const Id& id, uint32_t event, int32_t status, const rdma_ucm_ud_param& ud, uint64_t uid,
                  uint32_t handle) {
-  rdma_ucm_event_resp e{};
-  e.uid = uid != 0 ? uid : id.uid;
-  e.id = handle != 0 ? handle : id.handle;
-  e.event = event;
-  e.status = static_cast<uint32_t>(status);
+  rdma_ucm_event_resp e = event_of(id, event, status, uid, handle);
   e.param.ud = ud;
   enqueue(id.fd, e);
 }
@@ -786,8 +796,7 @@ int Cm::destroy_id(const rdma_ucm_destroy_id& c) {
   if (id->ud()) {
     // A request never answered: refused, as Linux's CM does when its id goes.
     if (id->state == State::kReqReceived) {
-      send_sidr_rep(id->dst_ip, id->remote_comm_id, cm::service_id(id->ps, id->src_port), cm::SidrStatus::kReject,
-                    0, nullptr, 0, id->tid, id->mad.data());
+      send_sidr_rep(*id, cm::SidrStatus::kReject);
     }
   } else {
     switch (id->state) {
@@ -963,16 +972,20 @@ int Cm::connect(const rdma_ucm_connect& c) {
   q.traffic_class = id->tos;
   q.hop_limit = kHopLimit;
   q.local_ack_timeout = id->ack_timeout;
-  cm::CmaHeader ch;
-  ch.src_port = id->src_port;
-  ch.src = q.primary_local_gid;
-  ch.dst = q.primary_remote_gid;
-  cm::build_cma_header(ch, q.private_data);
-  std::memcpy(q.private_data + cm::kCmaHeaderBytes, c.conn_param.private_data, c.conn_param.private_data_len);
+  cma_private_data(*id, c.conn_param, q.private_data);
   cm::build(q, id->tid, id->mad.data());
   id->state = State::kReqSent;
   send_and_wait(*id, kMaxResends);
   return 0;
+}
+
+void Cm::cma_private_data(const Id& id, const rdma_ucm_conn_param& p, uint8_t* out) const {
+  cm::CmaHeader ch;
+  ch.src_port = id.src_port;
+  ch.src = Gid::from_ipv4(ipv4_);
+  ch.dst = peer_gid(id);
+  cm::build_cma_header(ch, out);
+  std::memcpy(out + cm::kCmaHeaderBytes, p.private_data, p.private_data_len);
 }
 
 int Cm::connect_ud(Id& id, const rdma_ucm_connect& c) {
@@ -983,12 +996,7 @@ int Cm::connect_ud(Id& id, const rdma_ucm_connect& c) {
   cm::SidrReq q;
   q.request_id = id.local_comm_id;
   q.service_id = cm::service_id(id.ps, id.dst_port);
-  cm::CmaHeader ch;
-  ch.src_port = id.src_port;
-  ch.src = Gid::from_ipv4(ipv4_);
-  ch.dst = peer_gid(id);
-  cm::build_cma_header(ch, q.private_data);
-  std::memcpy(q.private_data + cm::kCmaHeaderBytes, c.conn_param.private_data, c.conn_param.private_data_len);
+  cma_private_data(id, c.conn_param, q.private_data);
   cm::build(q, id.tid, id.mad.data());
   id.state = State::kReqSent;
   send_and_wait(id, kMaxResends);
@@ -1054,8 +1062,7 @@ int Cm::accept_ud(Id& id, const rdma_ucm_accept& c) {
   if (c.conn_param.private_data_len > cm::kSidrRepPrivate) return EINVAL;
   if (c.uid != 0) id.uid = c.uid;
   id.local_qpn = c.conn_param.qp_num;
-  send_sidr_rep(id.dst_ip, id.remote_comm_id, cm::service_id(id.ps, id.src_port), cm::SidrStatus::kSuccess,
-                id.local_qpn, c.conn_param.private_data, c.conn_param.private_data_len, id.tid, id.mad.data());
+  send_sidr_rep(id, cm::SidrStatus::kSuccess, c.conn_param.private_data, c.conn_param.private_data_len);
   // Nothing more comes: the requester has what it needs (a duplicate request gets the same answer).
   id.state = State::kEstablished;
   return 0;
@@ -1066,9 +1073,7 @@ int Cm::reject(const rdma_ucm_reject& c) {
   if (id == nullptr) return EINVAL;
   if (id->ud()) {
     if (id->state != State::kReqReceived) return EINVAL;
-    send_sidr_rep(id->dst_ip, id->remote_comm_id, cm::service_id(id->ps, id->src_port), cm::SidrStatus::kReject, 0,
-                  c.private_data, std::min<size_t>(c.private_data_len, cm::kSidrRepPrivate), id->tid,
-                  id->mad.data());
+    send_sidr_rep(*id, cm::SidrStatus::kReject, c.private_data, c.private_data_len);
     id->state = State::kDisconnected;
     return 0;
   }
