@@ -35,6 +35,8 @@ ALLREDUCE = os.path.join(BUILD, "apps", "tita-allreduce")
 A, B = "tbm0", "tbm1"
 sys.path.insert(0, os.path.join(ROOT, "tests", "verbs"))
 import veth  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "apps", "ops"))
+import tita_mpi  # noqa: E402
 
 
 def side(iface, ip, prefix):
@@ -59,9 +61,7 @@ def write_bw(size, bidir=False):
 
 
 def allreduce_busbw(size, ring=False):
-    algo = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "4"] if ring else []
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "pml", "ucx", "--mca", "btl",
-           "^vader,tcp,openib,uct"] + algo + ["-x", "UCX_TLS=rc_verbs,ud_verbs", "-x", "UCX_NET_DEVICES=tita0:1",
+    cmd = ["mpirun", "--allow-run-as-root"] + tita_mpi.MPIRUN_OPTIONS + (tita_mpi.RING_ALLREDUCE if ring else []) + [
            "-np", "1"] + side(A, "10.0.0.1", "bm-r0") + [ALLREDUCE, "--min", str(size), "--max", str(size),
                                                           "--iters", "40", ":", "-np", "1"] + \
           side(B, "10.0.0.2", "bm-r1") + [ALLREDUCE, "--min", str(size), "--max", str(size), "--iters", "40"]
