@@ -94,6 +94,16 @@ ENGINE_SCALARS = {
     "arp_failures": ("tita_engine_arp_failures", "counter", "Addresses that never answered ARP", 1),
 }
 ENGINE_HOST_DROPS = {"host_tx_no_mbuf": "no_mbuf", "host_tx_oversize": "oversize"}
+# The host's DPDK port, as its driver counts (rte_eth_stats): once per port of a
+# process, however many engines share it. Labels: process, port.
+HOST_PORT_SCALARS = {
+    "port_rx_missed": ("tita_host_port_rx_missed_packets", "counter",
+                       "Frames the host's port dropped on arrival: receive queue full or no mbuf (imissed + "
+                       "rx_nombuf; drivers that do not count them report 0)", 1),
+    "port_rx_errors": ("tita_host_port_rx_errors_packets", "counter", "Frames the host's port received in error", 1),
+    "port_tx_errors": ("tita_host_port_tx_errors_packets", "counter",
+                       "Frames the host's port took and failed to send", 1),
+}
 
 PORT_SCALARS = {
     "rate_mbps": ("tita_switch_port_speed_bytes_per_second", "gauge", "Port rate (shaped or link)", 1e6 / 8),
@@ -152,6 +162,7 @@ def _by_reason(fams, d, prefix, name, help_, labels, values):
 
 def collect_engines(t, process, fams):
     """Every engine and QP of one process (tita-perf, a verbs program, ...)."""
+    ports = set()
     for eid in t.query("/tita/engines") or []:
         e = t.query(f"/tita/engine,{eid}")
         if not isinstance(e, dict):
@@ -159,6 +170,9 @@ def collect_engines(t, process, fams):
         engine = e.get("name", str(eid))
         labels, values = ("process", "engine"), (process, engine)
         _scalars(fams, ENGINE_SCALARS, e, labels, values)
+        if "port" in e and e.get("port_id") not in ports:
+            ports.add(e.get("port_id"))
+            _scalars(fams, HOST_PORT_SCALARS, e, ("process", "port"), (process, e["port"]))
         _by_reason(fams, e, "rx_drop_", "tita_engine_rx_dropped_frames", "Frames dropped on arrival, by reason",
                    labels, values)
         for key, reason in ENGINE_HOST_DROPS.items():
@@ -232,6 +246,7 @@ def catalogue():
                  "Frames dropped on arrival, by reason (parse errors, bad_icrc, unknown_qp, not_for_us, ...)"))
     rows.append(("tita_host_tx_dropped_frames_total", "counter", "process, engine, reason",
                  "Frames the host could not send: no_mbuf, oversize"))
+    table(HOST_PORT_SCALARS, "process, port")
     table(SWITCH_SCALARS, "process")
     table(PORT_SCALARS, "process, port")
     rows.append(("tita_switch_dropped_packets_total", "counter", "process, port, reason",

@@ -68,7 +68,8 @@ json Perf::qp_stats() {
           {"path_changes_by", {{"timeout", q.at("path_changes_timeout")}, {"stall", q.at("path_changes_stall")},
                                {"loss", q.at("path_changes_loss")}, {"throughput", q.at("path_changes_throughput")},
                                {"manual", q.at("path_changes_manual")}}},
-          {"spurious_stalls", spurious_stalls}, {"late_polls", late_polls}, {"late_ms", late_ns / 1e6}};
+          {"spurious_stalls", spurious_stalls}, {"late_polls", late_polls}, {"late_ms", late_ns / 1e6},
+          {"port_rx_missed", port_.stats().rx_missed}};
 }
 
 void Perf::report(const json& client, const json& server) {

@@ -124,6 +124,14 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "host_rx_pfc_resumes", hc.rx_pfc_resumes);
   u64(d, "host_pfc_held", hc.pfc_held);
   u64(d, "host_tx_pfc_frames", hc.tx_pfc_frames);
+  // The port's own drops (rte_eth_stats), whole-port: engines that share a port
+  // report the same numbers under the same port id.
+  const PortStats ps = h->port().stats();
+  u64(d, "port_id", h->port().id());
+  rte_tel_data_add_dict_string(d, "port", h->port().name().c_str());
+  u64(d, "port_rx_missed", ps.rx_missed);
+  u64(d, "port_rx_errors", ps.rx_errors);
+  u64(d, "port_tx_errors", ps.tx_errors);
   return 0;
 }
 
