@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Frames a host's own DPDK port drops, named by tita-doctor.
+"""Frames a host's own DPDK port drops, and a hop with a smaller MTU, named by
+tita-doctor.
 
 Usage: host_port_test.py BUILD_DIR WORKDIR
 
@@ -12,6 +13,9 @@ and the sender resends:
   port (port_rx_missed), the count in its evidence, and no "unexplained" loss;
 - accept with tita-perf, the server paused 1 s in its WRITE run: the shortfall
   named on the host side, as loss at a host's own port.
+With the veth's MTU then set to 1500 (below the 4096-byte path MTU the ports
+and QPs use), accept's WRITE gets no answer: it is named as a hop that drops
+the larger frames, with the largest path MTU that answered (1024).
 Needs root (veth); skips with a message otherwise.
 """
 import json
@@ -107,6 +111,28 @@ def accept_case(a, b):
           f"{f.get('what') or rep.get('error', '')}")
 
 
+def mtu_case(a, b):
+    """The veth's MTU at 1500 while the ports and QPs use path MTU 4096: WRITE
+    gets no answer; accept tries smaller path MTUs and names the hop."""
+    for dev in (a, b):
+        subprocess.run(["ip", "link", "set", dev, "mtu", "1500"], check=True)
+    r = subprocess.run([sys.executable, DOCTOR, "accept", "--server-eal", " ".join(["-l", "0"] + eal(b, "hp-ms")),
+                        "--client-eal", " ".join(["-l", "1"] + eal(a, "hp-mc")), "--server-port", PORT,
+                        "--client-port", PORT, "--link-gbps", "1", "--seconds", "2", "--tcp-port", str(free_port()),
+                        "--json"], capture_output=True, text=True, timeout=240)
+    try:
+        rep = json.loads(r.stdout)
+    except ValueError:
+        rep = {"findings": [], "error": r.stderr}
+    f = rep["findings"][0] if rep["findings"] else {}
+    ev = f.get("evidence", {})
+    check(r.returncode == 1 and f.get("question") == "connection" and f.get("side") == "network" and
+          ev.get("largest_mtu_answered") == 1024 and ev.get("mtus_without_answer") == [4096, 2048] and
+          "MTU" in f.get("what", ""),
+          f"accept: a hop whose MTU (1500) is below the QPs' frames: named, the largest path MTU that answered "
+          f"1024: exit {r.returncode}: {f.get('what') or rep.get('error', '')} {ev.get('mtus_without_answer')}")
+
+
 def main():
     build, work = sys.argv[1:3]
     os.makedirs(work, exist_ok=True)
@@ -124,6 +150,7 @@ def main():
     try:
         diagnose_case(os.path.join(build, "apps", "tita-perf"), a, b)
         accept_case(a, b)
+        mtu_case(a, b)
     finally:
         subprocess.run(["ip", "link", "del", a], capture_output=True)
     finish()
