@@ -15,7 +15,9 @@
 // sent (or resent) has nothing after it to be judged by: with no ACK for
 // twice the slowest path's RTT and a window, it is resent on another value (a
 // tail loss probe, RFC 8985 section 7), whose ACK brings RACK the evidence
-// for the rest; one probe per delivery seen. A value whose packets are lost
+// for the rest; a probe that brings no news is followed by the oldest packet
+// not acknowledged, which makes the responder move its answers (the ACKs
+// may be what dies), until a delivery is seen. A value whose packets are lost
 // retire_losses times in a row, with evidence from the other values and after
 // two of its own round trips of silence, is replaced by an unused one: a
 // black-holed path is left after a few packets, each resent on another value,
@@ -334,20 +336,25 @@ uint64_t Engine::Impl::spray_detect_losses(Qp& qp) {
     }
   }
   // The tail probe: not a loss on its path (nothing says it was lost), but
-  // resent on another one (spray_pick). A probe that brings no news is sent
-  // again on the next value a probe timeout later (a connection's first
-  // packets have no value known to work yet, and the probe's path may be
-  // broken too), up to once per other value; then the timeout's turn.
+  // resent on another one (spray_pick). A probe that brings no news (a
+  // connection's first packets have no value known to work yet; the probe's
+  // data or its answer may die too) is followed, a probe timeout apart, by
+  // the oldest packet not acknowledged: the responder takes each as a round
+  // of duplicates (the requester started over) and moves its answers one
+  // value on (path_on_duplicate), so within as many probes as there are
+  // values an answer finds a way back, long before the IBA timeout (a fresh
+  // QP behind a black-holed link whose directions hashed apart waited for two
+  // or three). Then the timeout's turn.
   if (s.probed_rack_sent_ns != s.rack_sent_ns) s.probes_unanswered = 0;
-  if (have_last && s.probes_unanswered + 1u < s.paths.size()) {
+  if (have_last && s.probes_unanswered <= wire::dodge_values(s.mask)) {
     const uint64_t due = last_sent + probe_timeout(s, cfg, wnd);
     if (due > now_ns) {
       s.rack_deadline_ns = std::min(s.rack_deadline_ns, due);
     } else {
+      mark_lost(qp, s.probes_unanswered == 0 ? last : qp.comp.snd_una, /*again=*/true);
       s.probed_rack_sent_ns = s.rack_sent_ns;
       ++s.probes_unanswered;
       ++s.tail_probes;
-      mark_lost(qp, last, /*again=*/true);
       lost += qp.mtu();
     }
   }
