@@ -106,12 +106,29 @@ def srv_sock(vdev):
 
 
 def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptive", expect_rc=0, ready=None,
-         server_extra=(), server_ok=None):
+         server_extra=(), server_ok=None, race=None):
     """Runs a server and a client program over a fresh pair; returns their outputs.
     expect_rc: 0, or "fails" for a run both programs must end with an error exit of
     their own (not a signal, not a timeout). ready: a pattern the server's log
     shows once it listens (the client starts then). server_ok(rc, log): whether a
-    server exit other than 0 is one the program is known to make on success."""
+    server exit other than 0 is one the program is known to make on success.
+    race(rc, out): why a failed run is a race of the programs themselves (one
+    any RDMA stack would show), or None; such a run is made once more."""
+    out, rc = pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_extra)
+    if race is not None and (rc["client"] != 0 or rc["server"] != 0) and race(rc, out):
+        print(f"{name}: {race(rc, out)}; once more", flush=True)
+        out, rc = pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_extra)
+    for who in ("server", "client"):
+        bad = rc[who] != 0 if expect_rc == 0 else not (isinstance(rc[who], int) and rc[who] > 0)
+        if bad and who == "server" and server_ok is not None and server_ok(rc[who], out[who]):
+            bad = False
+        if bad:
+            tail = "\n    ".join(out[who].strip().splitlines()[-8:])
+            fail(f"{name}: {who} exited {rc[who]}:\n    {tail}")
+    return out, rc
+
+
+def pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_extra):
     srv_vdev, cli_vdev = link(kind, name)
     e = dict(os.environ, **(env or {}))
     log_s = open(os.path.join(WORK, name + ".server.log"), "w+")
@@ -131,13 +148,6 @@ def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptiv
         time.sleep(0.05)
     c = subprocess.Popen(tita("10.0.0.2", cli_vdev, progress=progress) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
     rc, out = wait_pair(c, s, {"server": log_s, "client": log_c})
-    for who in ("server", "client"):
-        bad = rc[who] != 0 if expect_rc == 0 else not (isinstance(rc[who], int) and rc[who] > 0)
-        if bad and who == "server" and server_ok is not None and server_ok(rc[who], out[who]):
-            bad = False
-        if bad:
-            tail = "\n    ".join(out[who].strip().splitlines()[-8:])
-            fail(f"{name}: {who} exited {rc[who]}:\n    {tail}")
     return out, rc
 
 
@@ -696,6 +706,21 @@ def rping_teardown_race(rc, log):
         lines[-1].strip() == "rdma_get_cm_event: Bad file descriptor"
 
 
+def perftest_listen_race(rc, out):
+    """perftest -R connects its QPs right after a handshake on its own
+    connection, while its server creates the listening id only after that same
+    handshake: a REQ that arrives first finds nobody listening and is rejected
+    (invalid service ID, as Linux's CM rejects it). perftest 4.5-0.17 means to
+    try again but its retry calls rdma_resolve_addr on the ids it has just
+    destroyed and freed: the client dies with SIGSEGV inside librdmacm (seen
+    under gdb, with the server's second rdma_listen held back 0.5 s). Known by
+    both sides' words: the server's CM saying nobody listened, the client's
+    REJECTED with status 8."""
+    if "RDMA_CM_EVENT_REJECTED; error: 8" in out["client"] and "nobody listens there" in out["server"]:
+        return "the client's REQ came before perftest's server listened (perftest's own race)"
+    return None
+
+
 def rdmacm():
     """librdmacm programs, unmodified, between two tita-run processes: tita's CM
     (lib/verbs/src/rdma_cm.cc) serves librdmacm's kernel interface and speaks
@@ -726,7 +751,8 @@ def rdmacm():
     ]
     for name, kind, srv, cli in cases:
         out, rc = pair("rdmacm-" + name, srv, cli, kind=kind, ready=listening, server_extra=info,
-                       server_ok=rping_teardown_race if srv[0] == "rping" else None)
+                       server_ok=rping_teardown_race if srv[0] == "rping" else None,
+                       race=perftest_listen_race if srv[0].startswith("ib_") else None)
         if rc["client"] != 0:
             continue
         if srv[0] == "rping":

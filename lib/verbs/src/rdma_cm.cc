@@ -1333,6 +1333,12 @@ void Cm::on_req(const uint8_t* mad, uint32_t peer_ip) {
   cm::CmaHeader ch;
   const bool ip_ps = cm::service_ps(q.service_id) == cm::kPsTcp;
   if (listener == nullptr || q.transport_service != 0 || (ip_ps && !cm::parse_cma_header(q.private_data, &ch))) {
+    // As Linux's CM answers a REQ nobody listens for (a peer that connects
+    // before its server's rdma_listen sees RDMA_CM_EVENT_REJECTED, status 8).
+    dev_->log(Config::Log::kInfo, "rdma_cm: REQ from %u.%u.%u.%u for port %u: %s; rejected (invalid service ID)",
+              peer_ip >> 24, (peer_ip >> 16) & 255, (peer_ip >> 8) & 255, peer_ip & 255,
+              cm::service_port(q.service_id),
+              listener == nullptr ? "nobody listens there" : "not a request tita's CM serves");
     send_rej(peer_ip, 0, q.local_comm_id, cm::Which::kReq, cm::RejReason::kInvalidServiceId, nullptr, 0, h.tid);
     return;
   }
