@@ -231,10 +231,13 @@ def pingpong_check(vm, client, size=65536, iters=50, port=18549, timeout=150):
     retransmits it forever, tita ends it in IBV_WC_RETRY_EXC_ERR). Any two
     RC implementations do that; it says nothing of the transfer. A run that
     ends so (one side exited 0 after all its iterations, the other holds only
-    its last message) is run once more, and reported as `teardown_races`."""
+    its last message) is run again, up to twice, and reported as
+    `teardown_races` (at 3% loss each way, 1 run in 29 ended so on 2026-12-07:
+    the rate of one lost ACK; two in a row were seen once in CI)."""
     opts = ["-s", str(size), "-n", str(iters), "-c"]
     races = 0
-    for _ in range(2):
+    tries = 3
+    for attempt in range(tries):
         before = rxe_counters(vm)
         if client == "tita":
             p = ["-p", str(port)]
@@ -252,7 +255,8 @@ def pingpong_check(vm, client, size=65536, iters=50, port=18549, timeout=150):
             break
         races += 1
         print(f"ibv_rc_pingpong {client} client: the last ACK was lost after its receiver exited (tita rc {trc}, "
-              f"rxe rc {vrc}, rxe retried {retries} times); once more", flush=True)
+              f"rxe rc {vrc}, rxe retried {retries} times)" + ("; once more" if attempt + 1 < tries else ""),
+              flush=True)
     return {"ok": ok, "tita_rc": trc, "rxe_rc": vrc, "teardown_races": races,
             "tail_tita": "\n".join(tout.strip().splitlines()[-3:]),
             "tail_rxe": "\n".join((vout or "").strip().splitlines()[-3:])}
