@@ -15,11 +15,14 @@ and the sender resends:
   named on the host side, as loss at a host's own port.
 With the veth's MTU then set to 1500 (below the 4096-byte path MTU the ports
 and QPs use), accept's WRITE gets no answer: it is named as a hop that drops
-the larger frames, with the largest path MTU that answered (1024).
+the larger frames, with the largest path MTU that answered (1024), once with
+tita-perf and once with rdma-core's ib_write_bw over tita's verbs device
+(--tool perftest).
 Needs root (veth); skips with a message otherwise.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,15 +114,18 @@ def accept_case(a, b):
           f"{f.get('what') or rep.get('error', '')}")
 
 
-def mtu_case(a, b):
+def mtu_case(a, b, tool):
     """The veth's MTU at 1500 while the ports and QPs use path MTU 4096: WRITE
-    gets no answer; accept tries smaller path MTUs and names the hop."""
+    gets no answer; accept tries smaller path MTUs and names the hop. tool:
+    tita-perf, or perftest (ib_write_bw over tita's verbs device, its -m)."""
     for dev in (a, b):
         subprocess.run(["ip", "link", "set", dev, "mtu", "1500"], check=True)
-    r = subprocess.run([sys.executable, DOCTOR, "accept", "--server-eal", " ".join(["-l", "0"] + eal(b, "hp-ms")),
-                        "--client-eal", " ".join(["-l", "1"] + eal(a, "hp-mc")), "--server-port", PORT,
+    # tita-run (perftest) places its device thread itself: no -l there.
+    cores = (["-l", "0"], ["-l", "1"]) if tool == "tita-perf" else ([], [])
+    r = subprocess.run([sys.executable, DOCTOR, "accept", "--server-eal", " ".join(cores[0] + eal(b, f"hp-{tool}-s")),
+                        "--client-eal", " ".join(cores[1] + eal(a, f"hp-{tool}-c")), "--server-port", PORT,
                         "--client-port", PORT, "--link-gbps", "1", "--seconds", "2", "--tcp-port", str(free_port()),
-                        "--json"], capture_output=True, text=True, timeout=240)
+                        "--tool", tool, "--json"], capture_output=True, text=True, timeout=240)
     try:
         rep = json.loads(r.stdout)
     except ValueError:
@@ -129,8 +135,8 @@ def mtu_case(a, b):
     check(r.returncode == 1 and f.get("question") == "connection" and f.get("side") == "network" and
           ev.get("largest_mtu_answered") == 1024 and ev.get("mtus_without_answer") == [4096, 2048] and
           "MTU" in f.get("what", ""),
-          f"accept: a hop whose MTU (1500) is below the QPs' frames: named, the largest path MTU that answered "
-          f"1024: exit {r.returncode}: {f.get('what') or rep.get('error', '')} {ev.get('mtus_without_answer')}")
+          f"accept --tool {tool}: a hop whose MTU (1500) is below the QPs' frames: named, the largest path MTU that "
+          f"answered 1024: exit {r.returncode}: {f.get('what') or rep.get('error', '')} {ev.get('mtus_without_answer')}")
 
 
 def main():
@@ -150,7 +156,11 @@ def main():
     try:
         diagnose_case(os.path.join(build, "apps", "tita-perf"), a, b)
         accept_case(a, b)
-        mtu_case(a, b)
+        mtu_case(a, b, "tita-perf")
+        if shutil.which("ib_write_bw"):
+            mtu_case(a, b, "perftest")
+        else:
+            print("skipped: accept --tool perftest's MTU probe (ib_write_bw not installed: Debian's perftest)")
     finally:
         subprocess.run(["ip", "link", "del", a], capture_output=True)
     finish()
