@@ -6,6 +6,7 @@
 // This part and apps/ are the only places that include DPDK headers.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -149,6 +150,12 @@ class Port {
   bool multi_seg_ = false;
   bool started_ = false;
   uint64_t tx_dropped_ = 0;
+  // The kernel sockets under an af_packet or af_xdp port: DPDK 22.11 does not
+  // count the frames their rings had no room for, so stats() reads them here.
+  std::vector<int> packet_fds_;  // AF_PACKET: PACKET_STATISTICS's tp_drops (cleared by each read)
+  std::vector<int> xdp_fds_;     // AF_XDP: XDP_STATISTICS's rx_ring_full
+  mutable std::atomic<uint64_t> packet_drops_{0};  // tp_drops read so far
+  uint64_t kernel_ring_drops() const;
 };
 
 // Attaches a vdev after EAL start-up (rte_dev_probe), e.g. a virtio-user port
