@@ -286,6 +286,67 @@ TitaTrainingCollectiveName(TitaTrainingCollective c)
 }
 
 bool
+TitaLoadPlacement(const std::string& path, uint32_t ranks, std::vector<TitaRankPlace>* out, std::string* err)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        *err = path + ": cannot open";
+        return false;
+    }
+    TitaLineReader lines(in, path);
+    std::vector<TitaRankPlace> place(ranks);
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> taken; // (server, gpu) -> rank
+    std::vector<std::string> w;
+    while (lines.Next(&w))
+    {
+        uint64_t rank = 0;
+        uint64_t server = 0;
+        uint64_t gpu = 0;
+        if (w.size() != 3)
+        {
+            return lines.Fail(err, "expected 3 fields (RANK SERVER GPU), found " + std::to_string(w.size()));
+        }
+        if (!ParseUint(w[0], UINT32_MAX, &rank) || !ParseUint(w[1], UINT32_MAX, &server) ||
+            !ParseUint(w[2], UINT32_MAX, &gpu))
+        {
+            return lines.Fail(err, "RANK, SERVER and GPU must be whole numbers");
+        }
+        if (rank >= ranks)
+        {
+            return lines.Fail(err,
+                              "rank " + std::to_string(rank) + ": the workload has ranks 0-" +
+                                  std::to_string(ranks - 1));
+        }
+        if (place[rank].line != 0)
+        {
+            return lines.Fail(err,
+                              "rank " + std::to_string(rank) + " again (first on line " +
+                                  std::to_string(place[rank].line) + ")");
+        }
+        const auto [it, fresh] = taken.emplace(std::make_pair(server, gpu), rank);
+        if (!fresh)
+        {
+            return lines.Fail(err,
+                              "server " + std::to_string(server) + " GPU " + std::to_string(gpu) +
+                                  " already holds rank " + std::to_string(it->second));
+        }
+        place[rank] = {static_cast<uint32_t>(server), static_cast<uint32_t>(gpu), lines.Number()};
+    }
+    for (uint32_t r = 0; r < ranks; ++r)
+    {
+        if (place[r].line == 0)
+        {
+            *err = path + ": rank " + std::to_string(r) + " has no line (every rank 0-" + std::to_string(ranks - 1) +
+                   " needs one)";
+            return false;
+        }
+    }
+    *out = std::move(place);
+    return true;
+}
+
+bool
 TitaTrainingFile::Load(const std::string& path, std::string* err)
 {
     std::ifstream in(path);

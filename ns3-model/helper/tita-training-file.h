@@ -99,4 +99,22 @@ struct TitaTrainingFile
     bool Read(std::istream& in, const std::string& name, std::string* err);
 };
 
+/// Where one rank runs, as a placement file says (its line, for messages).
+struct TitaRankPlace
+{
+    uint32_t server = 0;
+    uint32_t gpu = 0;
+    uint64_t line = 0;
+};
+
+/**
+ * \ingroup tita
+ * A placement file (--workload=training:...,placement=FILE; doc/training.md,
+ * "Placement and groups"): one line per rank, "RANK SERVER GPU", every rank
+ * from 0 to ranks-1 once and no GPU twice. False with "path:line: what is
+ * wrong" (or "path: ..." for a rank with no line); the topology's bounds are
+ * checked where the ranks are placed (TitaTraining::Place).
+ */
+bool TitaLoadPlacement(const std::string& path, uint32_t ranks, std::vector<TitaRankPlace>* out, std::string* err);
+
 } // namespace ns3

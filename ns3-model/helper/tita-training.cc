@@ -74,6 +74,10 @@ TitaTraining::TitaTraining(Ptr<TitaFlowManager> mgr, TitaTrainingFile file, Tita
 std::pair<uint32_t, uint32_t>
 TitaTraining::GpuOf(uint32_t rank) const
 {
+    if (!m_opts.placement.empty())
+    {
+        return {m_opts.placement[rank].server, m_opts.placement[rank].gpu};
+    }
     return {rank / m_gpusPerServer, rank % m_gpusPerServer};
 }
 
@@ -93,6 +97,17 @@ TitaTraining::Place(std::string* err)
         *err = "--workload=training: the file's all_gpus " + std::to_string(m_file.allGpus) + " is more than the " +
                std::to_string(have) + " GPUs of the topology";
         return false;
+    }
+    for (const TitaRankPlace& p : m_opts.placement)
+    {
+        if (p.server >= topo.GetNServers() || p.gpu >= m_gpusPerServer)
+        {
+            *err = m_opts.placementPath + ":" + std::to_string(p.line) + ": server " + std::to_string(p.server) +
+                   " GPU " + std::to_string(p.gpu) + " is not in the topology (" +
+                   std::to_string(topo.GetNServers()) + " servers of " + std::to_string(m_gpusPerServer) +
+                   " GPUs)";
+            return false;
+        }
     }
     for (uint32_t r = 0; r < m_file.allGpus; ++r)
     {

@@ -37,6 +37,10 @@ struct TitaTrainingOptions
     /// Rank order: false, Megatron's (TP fastest, then DP, then PP: TP groups in
     /// a server); true, DP fastest (DP groups in a server, TP across servers).
     bool dpFirst = false;
+    /// Where each rank runs (placement=FILE, by rank); empty: rank r on server
+    /// r / G, GPU r % G (G GPUs a server).
+    std::vector<TitaRankPlace> placement;
+    std::string placementPath; ///< for messages
     /// The analytical twin: no traffic, each collective lasts its
     /// TitaCollective::IdealNs (the bound an idle non-blocking fabric allows).
     bool analytical = false;

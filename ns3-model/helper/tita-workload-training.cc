@@ -48,6 +48,7 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
         sp.Bad("order", "'" + order + "': expected tp (TP ranks fastest, Megatron's) or dp");
     }
     opts.dpFirst = order == "dp";
+    opts.placementPath = sp.Str("placement", "");
     const std::string nvlink = sp.Str("nvlink", "packet");
     if (nvlink != "packet" && nvlink != "fluid")
     {
@@ -73,6 +74,10 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
     {
         return false; // "FILE:LINE: what is wrong"
     }
+    if (!opts.placementPath.empty() && !TitaLoadPlacement(opts.placementPath, file.allGpus, &opts.placement, err))
+    {
+        return false; // "FILE:LINE: what is wrong"
+    }
     const std::size_t all = file.layers.size();
     TitaTrainingOptions twin = opts;
     twin.analytical = true;
@@ -93,6 +98,7 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
                        << " pp " << f.pp << " ep " << f.ep << " (vpp " << f.vpp << ", ga " << f.ga << "), "
                        << opts.iterations << " iteration(s), " << opts.channels << " channel(s), " << (opts.dpFirst ? "DP" : "TP")
                        << " ranks fastest"
+                       << (opts.placement.empty() ? "" : ", placed by " + opts.placementPath)
                        << (f.layers.size() < all ? ", layers=" + std::to_string(f.layers.size()) + ": the first " +
                                                        std::to_string(f.layers.size()) + " of " +
                                                        std::to_string(all) + " layer lines only"

@@ -301,6 +301,69 @@ class TitaTrainingRunTestCase : public TestCase
         NS_TEST_EXPECT_MSG_LT(std::stod(o[0][6]), std::stod(o[0][5]), "exposed < total communication");
         NS_TEST_EXPECT_MSG_GT_OR_EQ(std::stod(o[0][3]), std::stod(o[0][7]), "never below the bound");
 
+        // A placement file: the TP groups across the two servers (rank r on
+        // server r % 2, GPU r / 2): each rank where the file says, the same
+        // bytes, never below its own bound, and slower than with each TP
+        // group inside a server (its rings leave NVLink for the rail NICs).
+        const auto tmp = std::filesystem::temp_directory_path();
+        const std::string placePath = (tmp / "tita-training-across.place").string();
+        {
+            std::ofstream pf(placePath);
+            for (uint32_t r = 0; r < 16; ++r)
+            {
+                pf << r << " " << r % 2 << " " << r / 2 << "\n";
+            }
+        }
+        const std::string pl = RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,channels=2,placement=" +
+                                               placePath,
+                                           "placement",
+                                           &said);
+        NS_TEST_ASSERT_MSG_NE(pl, "", said);
+        NS_TEST_EXPECT_MSG_NE(said.find("placed by " + placePath), std::string::npos, said);
+        const auto plGpus = Rows(pl + "/training_gpus.csv");
+        const auto ovGpus = Rows(ov + "/training_gpus.csv");
+        NS_TEST_ASSERT_MSG_EQ(plGpus.size(), 16, "a row per GPU");
+        for (std::size_t r = 0; r < plGpus.size(); ++r)
+        {
+            NS_TEST_EXPECT_MSG_EQ(plGpus[r][1] + "," + plGpus[r][2],
+                                  std::to_string(r % 2) + "," + std::to_string(r / 2),
+                                  "rank " << r << " where the file puts it");
+            NS_TEST_EXPECT_MSG_EQ(plGpus[r][4], ovGpus[r][4], "rank " << r << " receives the same bytes");
+        }
+        const auto p = Rows(pl + "/iterations.csv");
+        NS_TEST_ASSERT_MSG_EQ(p.size(), 1, "one iteration");
+        NS_TEST_EXPECT_MSG_GT_OR_EQ(std::stod(p[0][3]), std::stod(p[0][7]), "never below its bound");
+        NS_TEST_EXPECT_MSG_GT(std::stod(p[0][3]), 1.1 * std::stod(o[0][3]), "TP across servers is slower (1.26x)");
+        // Bad placement files, each named at its line before any output.
+        const std::pair<std::string, std::string> bads[] = {
+            {"0 0 0\n1 0 1\n1 1 0\n", ":3: rank 1 again (first on line 2)"},
+            {"0 0 0\n1 0 0\n", ":2: server 0 GPU 0 already holds rank 0"},
+            {"0 0 0\n1 0 x\n", ":2: RANK, SERVER and GPU must be whole numbers"},
+            {"0 0 0 0\n", ":1: expected 3 fields (RANK SERVER GPU), found 4"},
+            {"16 0 0\n", ":1: rank 16: the workload has ranks 0-15"},
+            {"0 0 0\n", ": rank 1 has no line (every rank 0-15 needs one)"},
+        };
+        for (const auto& [text, want] : bads)
+        {
+            std::ofstream(placePath) << text;
+            NS_TEST_EXPECT_MSG_EQ(
+                RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,placement=" + placePath, "bad-place", &said),
+                "",
+                "no run");
+            NS_TEST_EXPECT_MSG_EQ(said, placePath + want, "the message");
+        }
+        {
+            std::ofstream pf(placePath);
+            for (uint32_t r = 0; r < 16; ++r)
+            {
+                pf << r << " " << r / 8 + (r == 15 ? 1 : 0) << " " << r % 8 << "\n";
+            }
+        }
+        RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,placement=" + placePath, "bad-place", &said);
+        NS_TEST_EXPECT_MSG_EQ(said,
+                              placePath + ":16: server 2 GPU 7 is not in the topology (2 servers of 8 GPUs)",
+                              "beyond the topology");
+
         // layers=K says so.
         const std::string k = RunTraining("training:path=" + kData + "tp8-dp2-overlap.txt,layers=1", "layers", &said);
         NS_TEST_EXPECT_MSG_NE(said.find("layers=1: the first 1 of 4 layer lines only"), std::string::npos, said);
