@@ -40,7 +40,7 @@ test_packages=(
   # the verbs layer: libibverbs' headers, and rdma-core's own programs run over tita
   libibverbs-dev ibverbs-utils perftest python3-pyverbs
   # middleware over tita (doc/verbs.md): UCX's tools, Open MPI, libfabric's tools, librdmacm
-  ucx-utils openmpi-bin libopenmpi-dev libfabric-bin rdmacm-utils librdmacm-dev
+  ucx-utils libucx-dev openmpi-bin libopenmpi-dev libfabric-bin rdmacm-utils librdmacm-dev
   # Linux Soft-RoCE as a peer: a qemu VM built from Debian's packages (scripts/rxe-vm)
   qemu-system-x86 debootstrap e2fsprogs
   # interop checks
