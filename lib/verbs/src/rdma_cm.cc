@@ -854,7 +854,9 @@ int Cm::bind_ip(const sockaddr* a, uint32_t handle) {
   }
   const auto* in = reinterpret_cast<const sockaddr_in*>(a);
   const uint32_t ip = ntohl(in->sin_addr.s_addr);
-  if (ip != 0 && ip != ipv4_) return EADDRNOTAVAIL;
+  // The wildcard, and (as Linux's rdma_cm binds a loopback address to its
+  // first RDMA device) 127.0.0.0/8: the device's own address.
+  if (ip != 0 && ip != ipv4_ && ip >> 24 != 127) return EADDRNOTAVAIL;
   uint16_t port = ntohs(in->sin_port);
   if (port == 0) port = ephemeral_port();
   if (port == 0 || port_in_use(port)) return EADDRINUSE;
