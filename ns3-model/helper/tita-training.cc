@@ -172,10 +172,43 @@ TitaTraining::GroupOf(TitaTrainingGroup g, uint32_t rank) const
     return m;
 }
 
+std::vector<uint32_t>
+TitaTraining::RailRing(const std::vector<uint32_t>& members) const
+{
+    std::vector<std::vector<uint32_t>> byServer; // in the order the servers first appear
+    std::vector<uint32_t> servers;
+    for (uint32_t r : members)
+    {
+        const uint32_t s = GpuOf(r).first;
+        const auto it = std::find(servers.begin(), servers.end(), s);
+        if (it == servers.end())
+        {
+            servers.push_back(s);
+            byServer.push_back({r});
+        }
+        else
+        {
+            byServer[it - servers.begin()].push_back(r);
+        }
+    }
+    std::vector<uint32_t> ring;
+    for (std::size_t k = 0; k < byServer.size(); ++k)
+    {
+        auto& m = byServer[k];
+        std::sort(m.begin(), m.end(), [this](uint32_t a, uint32_t b) { return GpuOf(a).second < GpuOf(b).second; });
+        if (k % 2 == 1)
+        {
+            std::reverse(m.begin(), m.end());
+        }
+        ring.insert(ring.end(), m.begin(), m.end());
+    }
+    return ring;
+}
+
 uint32_t
 TitaTraining::CommFor(TitaTrainingGroup g, uint32_t rank)
 {
-    const std::vector<uint32_t> members = GroupOf(g, rank);
+    const std::vector<uint32_t> members = m_opts.railRing ? RailRing(GroupOf(g, rank)) : GroupOf(g, rank);
     const auto key = std::make_pair(static_cast<uint32_t>(g), uint64_t{members.front()});
     auto it = m_commIndex.find(key);
     if (it != m_commIndex.end())

@@ -41,6 +41,10 @@ struct TitaTrainingOptions
     /// r / G, GPU r % G (G GPUs a server).
     std::vector<TitaRankPlace> placement;
     std::string placementPath; ///< for messages
+    /// Ring order of a group that spans servers: false, rank order; true
+    /// (ring=rail), NCCL's: each server's members in turn, every hop between
+    /// servers on one rail (TitaTraining::RailRing).
+    bool railRing = false;
     /// The analytical twin: no traffic, each collective lasts its
     /// TitaCollective::IdealNs (the bound an idle non-blocking fabric allows).
     bool analytical = false;
@@ -112,6 +116,12 @@ class TitaTraining : public std::enable_shared_from_this<TitaTraining>
     const std::vector<uint64_t>& GetReceivedBytes() const { return m_recvBytes; }
     /// The GPU of a rank: (server, gpu index = rail).
     std::pair<uint32_t, uint32_t> GpuOf(uint32_t rank) const;
+    /// `members` as NCCL orders a ring over servers: each server's members in
+    /// turn, by GPU index, every other server's reversed, so the GPU a server
+    /// is left from has the index of the one the next is entered at (with an
+    /// even number of servers holding the same GPU indexes, every hop between
+    /// servers stays on one rail).
+    std::vector<uint32_t> RailRing(const std::vector<uint32_t>& members) const;
     /// The members of `rank`'s group of kind g, in ring order (empty for kPp).
     std::vector<uint32_t> GroupOf(TitaTrainingGroup g, uint32_t rank) const;
 

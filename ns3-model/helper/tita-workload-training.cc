@@ -49,6 +49,12 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
     }
     opts.dpFirst = order == "dp";
     opts.placementPath = sp.Str("placement", "");
+    const std::string ring = sp.Str("ring", "rank");
+    if (ring != "rank" && ring != "rail")
+    {
+        sp.Bad("ring", "'" + ring + "': expected rank (a group's rank order) or rail (NCCL's: hops between servers on one rail)");
+    }
+    opts.railRing = ring == "rail";
     const std::string nvlink = sp.Str("nvlink", "packet");
     if (nvlink != "packet" && nvlink != "fluid")
     {
@@ -99,6 +105,7 @@ TitaAddTrainingWorkload(TitaWorkloadSet& set, const TitaSpec& sp, std::string* e
                        << opts.iterations << " iteration(s), " << opts.channels << " channel(s), " << (opts.dpFirst ? "DP" : "TP")
                        << " ranks fastest"
                        << (opts.placement.empty() ? "" : ", placed by " + opts.placementPath)
+                       << (opts.railRing ? ", rings rail-aligned" : "")
                        << (f.layers.size() < all ? ", layers=" + std::to_string(f.layers.size()) + ": the first " +
                                                        std::to_string(f.layers.size()) + " of " +
                                                        std::to_string(all) + " layer lines only"
