@@ -92,6 +92,11 @@ def link(kind, name):
         return f"net_vhost0,iface={sock},queues=2", f"net_virtio_user0,path={sock},queues=2"
     if kind == "vhost":
         return f"net_vhost0,iface={sock}", f"net_virtio_user0,path={sock}"
+    if kind == "vhost-any":
+        # Either side may open its device first (programs that open it only
+        # after their own TCP handshake): virtio-user makes the socket, vhost
+        # connects to it, reconnecting until it is there.
+        return f"net_vhost0,iface={sock},client=1", f"net_virtio_user0,path={sock},server=1"
     return (f"net_memif0,role=server,socket={sock},id=0,bsize=8192",
             f"net_memif0,role=client,socket={sock},id=0,bsize=8192")
 
@@ -138,9 +143,10 @@ def pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_e
     # The client connects once the server's vhost/memif socket exists (a
     # loaded machine takes seconds to get there; a fixed sleep was flaky).
     deadline = time.time() + 30
-    while not os.path.exists(srv_sock(srv_vdev)) and s.poll() is None and time.time() < deadline:
+    while kind != "vhost-any" and not os.path.exists(srv_sock(srv_vdev)) and s.poll() is None and \
+            time.time() < deadline:
         time.sleep(0.05)
-    time.sleep(0.2)  # and listens on it
+    time.sleep(1.0 if kind == "vhost-any" else 0.2)  # and listens on it (vhost-any: on its TCP port)
     while ready and s.poll() is None and time.time() < deadline:
         with open(log_s.name) as f:
             if re.search(ready, f.read()):
@@ -888,7 +894,9 @@ def libfabric():
         base = ["fi_pingpong", "-p", "verbs;ofi_rxd", "-e", "rdm", "-I", "200", "-S", str(size), "-c"]
         ctrl = str(port_counter[0] + 300 + i)  # the control (TCP) port: the server's -B, the client's -P
         name = f"libfabric-rdm-{size}"
-        out, rc = pair(name, base + ["-B", ctrl], base + ["-P", ctrl, "127.0.0.1"])
+        # fi_pingpong opens its fabric (tita's device) only after its TCP
+        # control connection: neither side may wait for the other's socket.
+        out, rc = pair(name, base + ["-B", ctrl], base + ["-P", ctrl, "127.0.0.1"], kind="vhost-any")
         if rc["client"] != 0:
             continue
         m = re.search(r"^\S+\s+(\d+)\s+=(\d+)\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", out["client"], re.M)
