@@ -143,8 +143,10 @@ def pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_e
     # The client connects once the server's vhost/memif socket exists (a
     # loaded machine takes seconds to get there; a fixed sleep was flaky).
     deadline = time.time() + 30
-    while kind != "vhost-any" and not os.path.exists(srv_sock(srv_vdev)) and s.poll() is None and \
-            time.time() < deadline:
+    def listening():
+        # memif's socket is an abstract one (DPDK 22.11): not a file to wait for.
+        return memif_listening(srv_sock(srv_vdev)) if kind == "memif" else os.path.exists(srv_sock(srv_vdev))
+    while kind != "vhost-any" and not listening() and s.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(1.0 if kind == "vhost-any" else 0.2)  # and listens on it (vhost-any: on its TCP port)
     while ready and s.poll() is None and time.time() < deadline:
