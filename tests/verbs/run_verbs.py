@@ -133,6 +133,19 @@ def pair(name, server_cmd, client_cmd, kind="vhost", env=None, progress="adaptiv
     return out, rc
 
 
+def wait_log(proc, path, pattern, deadline):
+    """Until the log at `path` matches `pattern` (a server saying it listens),
+    `proc` exits or the deadline (time.time()) passes."""
+    while proc.poll() is None and time.time() < deadline:
+        with open(path) as f:
+            if re.search(pattern, f.read()):
+                return
+        time.sleep(0.05)
+
+
+PINGPONG_ROW = re.compile(r"^\S+\s+(\d+)\s+=(\d+)\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", re.M)  # fi_pingpong's result
+
+
 def pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_extra):
     srv_vdev, cli_vdev = link(kind, name)
     e = dict(os.environ, **(env or {}))
@@ -149,11 +162,8 @@ def pair_once(name, server_cmd, client_cmd, kind, env, progress, ready, server_e
     while kind != "vhost-any" and not listening() and s.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(1.0 if kind == "vhost-any" else 0.2)  # and listens on it (vhost-any: on its TCP port)
-    while ready and s.poll() is None and time.time() < deadline:
-        with open(log_s.name) as f:
-            if re.search(ready, f.read()):
-                break
-        time.sleep(0.05)
+    if ready:
+        wait_log(s, log_s.name, ready, deadline)
     c = subprocess.Popen(tita("10.0.0.2", cli_vdev, progress=progress) + client_cmd, stdout=log_c, stderr=subprocess.STDOUT, env=e)
     rc, out = wait_pair(c, s, {"server": log_s, "client": log_c})
     return out, rc
@@ -639,47 +649,42 @@ def ucp_client_server():
     size, iters = 65536, 4
     want = "".join(chr(ord("A") + i % 26) for i in range(size - 1))
     env = dict(os.environ, UCX_TLS="rc_verbs,ud_verbs", UCX_NET_DEVICES="tita0:1")
-    for i, api in enumerate(("tag",)):
-        name = f"ucp-client-server-{api}"
-        port = str(port_counter[0] + 110 + i)
-        args = ["-c", api, "-i", str(iters), "-s", str(size), "-p", port]
-        srv_vdev, cli_vdev = link("vhost", name)
-        log_s = open(os.path.join(WORK, name + ".server.log"), "w+")
-        # Line-buffered: the server serves clients until it is stopped.
-        s = subprocess.Popen(tita("10.0.0.1", srv_vdev, extra=["--log", "info"]) + ["stdbuf", "-oL", prog] + args,
-                             stdout=log_s, stderr=subprocess.STDOUT, env=env)
-        deadline = time.time() + 30
-        while s.poll() is None and time.time() < deadline:
-            with open(log_s.name) as f:
-                if f"rdma_cm: listening on port {port}" in f.read():
-                    break
-            time.sleep(0.05)
-        try:
-            c = subprocess.run(tita("10.0.0.2", cli_vdev) + [prog, "-a", "10.0.0.1"] + args, capture_output=True,
-                               text=True, env=dict(env, UCX_LOG_LEVEL="debug"), timeout=TIMEOUT)
-            crc, cout = c.returncode, c.stdout + c.stderr
-        except subprocess.TimeoutExpired:
-            crc, cout = "timeout", ""
-        time.sleep(0.5)
-        s.kill()
-        s.wait()
-        log_s.seek(0)
-        sout = log_s.read()
-        log_s.close()
-        got = re.findall(r"^([A-Z]+)\.$", sout, re.M)
-        if crc != 0:
-            tail = "\n    ".join([l for l in cout.strip().splitlines() if "DEBUG" not in l][-8:])
-            fail(f"{name}: client exited {crc}:\n    {tail}")
-        elif "on cm rdmacm" not in cout:
-            fail(f"{name}: the client did not connect through UCX's rdmacm connection manager")
-        elif (f"Server: iteration #{iters}" not in sout or "failed" in sout or
-              sout.count("UCX data message was received") != 2 or got != [want] * 2):
-            fail(f"{name}: the server printed {sout.count('UCX data message was received')} of the 2 messages it "
-                 f"prints (iterations 1 and {iters}), {sum(g == want for g in got)} of them the {size - 1}-byte test "
-                 "pattern" + (": it failed" if "failed" in sout else ""))
-        else:
-            print(f"ucx: ucp_client_server -c {api}: connected through rdma_cm, {iters} messages of {size} B, the "
-                  "first and the last the test pattern at the server")
+    api = "tag"
+    name = f"ucp-client-server-{api}"
+    port = str(port_counter[0] + 110)
+    args = ["-c", api, "-i", str(iters), "-s", str(size), "-p", port]
+    srv_vdev, cli_vdev = link("vhost", name)
+    log_s = open(os.path.join(WORK, name + ".server.log"), "w+")
+    # Line-buffered: the server serves clients until it is stopped.
+    s = subprocess.Popen(tita("10.0.0.1", srv_vdev, extra=["--log", "info"]) + ["stdbuf", "-oL", prog] + args,
+                         stdout=log_s, stderr=subprocess.STDOUT, env=env)
+    wait_log(s, log_s.name, f"rdma_cm: listening on port {port}", time.time() + 30)
+    try:
+        c = subprocess.run(tita("10.0.0.2", cli_vdev) + [prog, "-a", "10.0.0.1"] + args, capture_output=True,
+                           text=True, env=dict(env, UCX_LOG_LEVEL="debug"), timeout=TIMEOUT)
+        crc, cout = c.returncode, c.stdout + c.stderr
+    except subprocess.TimeoutExpired:
+        crc, cout = "timeout", ""
+    time.sleep(0.5)
+    s.kill()
+    s.wait()
+    log_s.seek(0)
+    sout = log_s.read()
+    log_s.close()
+    got = re.findall(r"^([A-Z]+)\.$", sout, re.M)
+    if crc != 0:
+        tail = "\n    ".join([l for l in cout.strip().splitlines() if "DEBUG" not in l][-8:])
+        fail(f"{name}: client exited {crc}:\n    {tail}")
+    elif "on cm rdmacm" not in cout:
+        fail(f"{name}: the client did not connect through UCX's rdmacm connection manager")
+    elif (f"Server: iteration #{iters}" not in sout or "failed" in sout or
+          sout.count("UCX data message was received") != 2 or got != [want] * 2):
+        fail(f"{name}: the server printed {sout.count('UCX data message was received')} of the 2 messages it "
+             f"prints (iterations 1 and {iters}), {sum(g == want for g in got)} of them the {size - 1}-byte test "
+             "pattern" + (": it failed" if "failed" in sout else ""))
+    else:
+        print(f"ucx: ucp_client_server -c {api}: connected through rdma_cm, {iters} messages of {size} B, the "
+              "first and the last the test pattern at the server")
 
 
 def mpi():
@@ -863,12 +868,7 @@ def rdmacm():
     log_s = open(os.path.join(WORK, "rdmacm-cmtime.server.log"), "w+")
     s = subprocess.Popen(tita("10.0.0.1", srv_vdev, extra=info) + ["cmtime", "-c", "20"], stdout=log_s,
                          stderr=subprocess.STDOUT)
-    deadline = time.time() + 30
-    while s.poll() is None and time.time() < deadline:
-        with open(log_s.name) as f:
-            if re.search(listening, f.read()):
-                break
-        time.sleep(0.05)
+    wait_log(s, log_s.name, listening, time.time() + 30)
     try:
         c = subprocess.run(tita("10.0.0.2", cli_vdev) + ["cmtime", "-s", "10.0.0.1", "-c", "20"], capture_output=True,
                            text=True, timeout=TIMEOUT)
@@ -901,7 +901,7 @@ def libfabric():
         out, rc = pair(name, base + ["-B", ctrl], base + ["-P", ctrl, "127.0.0.1"], kind="vhost-any")
         if rc["client"] != 0:
             continue
-        m = re.search(r"^\S+\s+(\d+)\s+=(\d+)\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", out["client"], re.M)
+        m = PINGPONG_ROW.search(out["client"])
         if m is None or m.group(1) != "200" or m.group(2) != "200":
             fail(f"{name}: no result row with 200 sent and 200 acknowledged")
         else:
@@ -929,7 +929,7 @@ def libfabric_msg():
             base = ["fi_pingpong", "-p", "verbs", "-e", "msg", "-I", "200", "-S", str(size), "-c"]
             name = f"libfabric-msg-{size}"
             out, rc = veth_run(name, (a, b), base + ["-B", ctrl], base + ["-P", ctrl, "10.0.0.1"], {"TITA_LOG": "info"})
-            m = re.search(r"^\S+\s+(\d+)\s+=(\d+)\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", out[1], re.M)
+            m = PINGPONG_ROW.search(out[1])
             sent, _ = payload_bytes(out[1])
             if rc != [0, 0] or m is None or m.group(1) != "200" or m.group(2) != "200":
                 tail = "\n    ".join([l for l in out[1].strip().splitlines() if "caps beyond" not in l][-6:])
