@@ -43,8 +43,8 @@ PORT = "net_pcap0"
 XDP_PROG = "/usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog.o"  # Debian's libxdp1
 
 
-def eal(iface, prefix):
-    return ["--no-huge", "-m", "512", f"--file-prefix={prefix}", f"--vdev={PORT},iface={iface}"]
+def eal(iface, prefix, port=PORT, devargs="", memory_mb=512):
+    return ["--no-huge", "-m", str(memory_mb), f"--file-prefix={prefix}", f"--vdev={port},iface={iface}{devargs}"]
 
 
 def pause(prefix, after_s, for_s=0.3, once=None):
@@ -111,8 +111,7 @@ def kernel_ring_case(perf, a, b, driver):
         for dev in (a, b):
             subprocess.run(["ip", "link", "set", "dev", dev, "xdpgeneric", "obj", XDP_PROG, "sec", "xdp"],
                            capture_output=True)
-    pair = perf_pair.Pair(perf, ["--no-huge", "-m", "1024", f"--file-prefix={prefix}-s", f"--vdev={port},iface={b}{args}"],
-                          ["--no-huge", "-m", "1024", f"--file-prefix={prefix}-c", f"--vdev={port},iface={a}{args}"],
+    pair = perf_pair.Pair(perf, eal(b, f"{prefix}-s", port, args, 1024), eal(a, f"{prefix}-c", port, args, 1024),
                           port, port)
     try:
         r = pair.test(["--test", "write", "--size", "65536", "--duration", "4", "--mtu", "1024", "--rate", "1",
