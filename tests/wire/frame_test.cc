@@ -359,6 +359,66 @@ TEST(Icrc, EcnMarkingAndBecnLeaveItValid) {
   EXPECT_TRUE(p.bth().becn());
 }
 
+// The one-pass copy gives the CRC of the bytes and the bytes, whatever the
+// length (the fold's 256, 64 and 16-byte steps and the bytes after them), the
+// alignment of either side and the running CRC it continues; it writes nothing
+// outside the destination.
+TEST(Crc32Copy, IsTheCopyAndTheCrcOfTheBytes) {
+  std::mt19937 rng(11);
+  std::vector<uint32_t> lengths;
+  for (uint32_t n = 0; n <= 600; ++n) lengths.push_back(n);
+  for (int i = 0; i < 400; ++i) lengths.push_back(rng() % 9200);
+  for (uint32_t n : lengths) {
+    const uint32_t src_off = rng() % 64, dst_off = rng() % 64;
+    std::vector<uint8_t> src(n + 64), dst(n + 128, 0xee);
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    const uint32_t seed = n % 3 == 0 ? 0 : rng();
+    const uint8_t* from = src.data() + src_off;
+    const uint32_t got = crc32_copy(dst.data() + dst_off, from, n, seed);
+    ASSERT_EQ(got, crc32(seed, from, n)) << n << " bytes";
+    if (seed == 0) {
+      ASSERT_EQ(got, reference_crc32({from, from + n})) << n << " bytes";
+    }
+    ASSERT_EQ(0, std::memcmp(dst.data() + dst_off, from, n)) << n << " bytes";
+    for (uint32_t i = 0; i < dst_off; ++i) ASSERT_EQ(dst[i], 0xee) << n << " bytes: written before";
+    for (size_t i = dst_off + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xee) << n << " bytes: written after";
+  }
+}
+
+// The frame a copying host finishes is the frame build_frame() makes and the
+// tail finish_frame() writes for the payload where it lies (phantom segments
+// as zeros).
+TEST(FinishFrameCopy, EqualsFinishFrameOverTheSameBytes) {
+  std::mt19937 rng(5);
+  for (uint32_t a : {0u, 3u, 300u, 1001u}) {
+    for (uint32_t b : {0u, 1u, 255u, 2999u}) {
+      std::vector<uint8_t> p1 = payload_bytes(a), p2 = payload_bytes(b), zeros(77, 0);
+      for (auto& x : p2) x = static_cast<uint8_t>(rng());
+      const Segment copied[3] = {{p1.data(), a}, {nullptr, 77}, {p2.data(), b}};
+      const Segment in_place[3] = {{p1.data(), a}, {zeros.data(), 77}, {p2.data(), b}};
+      FrameFields f = fields(Opcode::kWriteMiddle);
+      const uint32_t len = a + 77 + b;
+      uint8_t hdr[128], tail[8], copy_tail[8];
+      const uint32_t hdr_len = build_headers(f, len, hdr, sizeof hdr);
+      std::vector<uint8_t> dst(len);
+      finish_frame(hdr, hdr_len, in_place, tail);
+      finish_frame_copy(hdr, hdr_len, copied, dst.data(), copy_tail);
+      const uint32_t tail_len = pad_bytes(len) + kIcrcBytes;
+      EXPECT_EQ(0, std::memcmp(tail, copy_tail, tail_len)) << a << "+77+" << b;
+      std::vector<uint8_t> gathered(p1);
+      gathered.insert(gathered.end(), zeros.begin(), zeros.end());
+      gathered.insert(gathered.end(), p2.begin(), p2.end());
+      EXPECT_EQ(dst, gathered);
+      // And the whole frame parses with its ICRC checked.
+      std::vector<uint8_t> frame(hdr, hdr + hdr_len);
+      frame.insert(frame.end(), dst.begin(), dst.end());
+      frame.insert(frame.end(), copy_tail, copy_tail + tail_len);
+      Packet pkt;
+      EXPECT_EQ(parse(frame.data(), static_cast<uint32_t>(frame.size()), &pkt), ParseError::kOk);
+    }
+  }
+}
+
 TEST(Frame, EthernetWalkAndDatagramEndFromTheHeadersAlone) {
   FrameFields f = fields(Opcode::kWriteOnly);
   f.vlan = true;

@@ -168,16 +168,46 @@ uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf,
   return t.write(f, payload_len, buf);
 }
 
-void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail) {
-  // Find the IP header and BTH in headers that build_headers() wrote.
+namespace {
+
+// The CRC of the headers build_headers() wrote, from the IP header on; the pad count from the BTH.
+uint32_t header_icrc(const uint8_t* hdr, uint32_t hdr_len, uint32_t* pad) {
   const bool vlan = reinterpret_cast<const EthHdr*>(hdr)->ethertype.get() == kEtherTypeVlan;
   const uint32_t l3 = sizeof(EthHdr) + (vlan ? sizeof(VlanTag) : 0);
   const uint32_t ip_len = (hdr[l3] >> 4) == 6 ? sizeof(Ipv6Hdr) : (hdr[l3] & 0x0fu) * 4u;
-  const uint32_t pad = reinterpret_cast<const Bth*>(hdr + l3 + ip_len + sizeof(UdpHdr))->pad_count();
+  *pad = reinterpret_cast<const Bth*>(hdr + l3 + ip_len + sizeof(UdpHdr))->pad_count();
+  return icrc_compute(hdr + l3, hdr_len - l3);
+}
+
+void store_icrc(uint32_t crc, uint32_t pad, uint8_t* tail) {
   std::memset(tail, 0, pad);
+  store_le32(tail + pad, crc32(crc, tail, pad));
+}
+
+}  // namespace
+
+void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail) {
   // Headers, then each payload segment where it lies, then the pad: no gathering.
-  const uint32_t crc = crc32(icrc_compute(hdr + l3, hdr_len - l3, payload), tail, pad);
-  store_le32(tail + pad, crc);
+  uint32_t pad;
+  uint32_t crc = header_icrc(hdr, hdr_len, &pad);
+  for (const Segment& s : payload) crc = crc32(crc, s.data, s.len);
+  store_icrc(crc, pad, tail);
+}
+
+void finish_frame_copy(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* dst,
+                       uint8_t* tail) {
+  uint32_t pad;
+  uint32_t crc = header_icrc(hdr, hdr_len, &pad);
+  for (const Segment& s : payload) {
+    if (s.data != nullptr) {
+      crc = crc32_copy(dst, s.data, s.len, crc);
+    } else {
+      std::memset(dst, 0, s.len);
+      crc = crc32(crc, dst, s.len);
+    }
+    dst += s.len;
+  }
+  store_icrc(crc, pad, tail);
 }
 
 int build_frame(const FrameFields& f, std::span<const Segment> payload, uint8_t* buf, uint32_t cap) {
@@ -186,13 +216,7 @@ int build_frame(const FrameFields& f, std::span<const Segment> payload, uint8_t*
   const uint32_t hdr_len = header_bytes(f);
   const uint32_t total = hdr_len + payload_len + pad_bytes(payload_len) + kIcrcBytes;
   if (total > cap || build_headers(f, payload_len, buf, cap) != hdr_len) return -ENOSPC;
-  uint8_t* p = buf + hdr_len;
-  for (const Segment& s : payload) {
-    std::memcpy(p, s.data, s.len);
-    p += s.len;
-  }
-  // The payload is now contiguous with the headers: one span for the ICRC.
-  finish_frame(buf, hdr_len + payload_len, {}, p);
+  finish_frame_copy(buf, hdr_len, payload, buf + hdr_len, buf + hdr_len + payload_len);
   return static_cast<int>(total);
 }
 

@@ -180,6 +180,14 @@ ParseError parse_transport(const uint8_t* frame, uint32_t len, uint32_t end, Pac
   return ParseError::kOk;
 }
 
+bool icrc_check_copy(const Packet& p, uint8_t* dst) {
+  const uint8_t* payload = p.payload();
+  uint32_t crc = icrc_compute(p.frame + p.l3_offset, p.payload_offset - p.l3_offset);
+  crc = dst != nullptr ? crc32_copy(dst, payload, p.payload_len, crc) : crc32(crc, payload, p.payload_len);
+  crc = crc32(crc, payload + p.payload_len, p.icrc_offset - p.payload_offset - p.payload_len);  // the pad
+  return crc == p.icrc();
+}
+
 int32_t peek_dest_qp(const uint8_t* frame, uint32_t len) {
   Packet p;
   uint16_t ethertype;

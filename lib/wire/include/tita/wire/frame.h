@@ -134,6 +134,12 @@ ParseError parse(const uint8_t* frame, uint32_t len, Packet* out, ParseOptions o
 // Ethernet and IP against what a QP expects and runs this for the rest.
 ParseError parse_transport(const uint8_t* frame, uint32_t len, uint32_t end, Packet* p, ParseOptions opts = {});
 
+// The ICRC check of a packet parsed with verify_icrc off, its payload copied to
+// `dst` (payload_len bytes; nullptr: none) in the same pass over the bytes
+// (crc32_copy). False: the ICRC is wrong, and dst holds the bytes anyway; a
+// caller copies only to where the good packet will put its own.
+bool icrc_check_copy(const Packet& p, uint8_t* dst);
+
 // What stays the same for every packet of a flow: addresses, class, ports, QP.
 struct PathFields {
   // Ethernet
@@ -226,6 +232,12 @@ uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf,
 // Writes pad and ICRC (pad_bytes(payload) + 4 bytes) at `tail`, for the headers
 // build_headers() wrote at `hdr` and payload that may lie anywhere.
 void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail);
+
+// finish_frame() for a host that copies the payload into its frame: the segments
+// are copied one after another to `dst` and summed as they are copied, one pass
+// over the bytes (crc32_copy). A segment with data == nullptr is written as zeros.
+void finish_frame_copy(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* dst,
+                       uint8_t* tail);
 
 // A whole frame in one buffer: headers, payload copied from the segments, pad, ICRC.
 // Returns the frame length, or -ENOSPC when `cap` is too small.

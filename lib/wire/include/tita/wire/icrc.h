@@ -31,6 +31,15 @@ uint32_t crc32(uint32_t crc, const void* data, size_t len);
 // Which CRC code path runs on this CPU, e.g. "isa-l crc32_gzip_refl (vpclmulqdq/avx512)".
 std::string_view crc32_implementation();
 
+// Copies len bytes from src to dst (not overlapping) and returns crc32(crc, src,
+// len), reading each byte once: on CPUs with VPCLMULQDQ and AVX-512 the CRC is
+// folded from the copy's own loads (256 bytes and more); elsewhere memcpy, then
+// crc32() over the bytes just copied.
+uint32_t crc32_copy(void* dst, const void* src, size_t len, uint32_t crc);
+
+// Which of the two crc32_copy() runs on this CPU.
+std::string_view crc32_copy_implementation();
+
 // ICRC of a RoCEv2 packet. `l3` points at the IP header; `contiguous` bytes from
 // there are in one buffer and must reach at least the end of the BTH; `more`
 // continues the packet (payload segments, pad) up to, not including, the ICRC.
