@@ -134,6 +134,36 @@ TEST_F(Protocol, SendIsSegmentedToTheMtu) {
   EXPECT_EQ(f[0].telemetry()->ts_ns.get(), static_cast<uint32_t>(now));
 }
 
+// A host that sums the ICRC as it copies the payload (the DPDK host) sends,
+// byte for byte, the frames of one whose engine sums it: gathered SGEs, pad,
+// telemetry trailer and all.
+TEST_F(Protocol, IcrcSummedByTheHostAsItCopiesIsTheEngines) {
+  std::mt19937 rng(7);
+  std::vector<std::vector<uint8_t>> frames[2];
+  for (bool host_sums : {false, true}) {
+    io = CaptureIo{};
+    io.sums = host_sums;
+    taken = 0;
+    make(Recovery::kGoBackN);
+    for (auto& b : mem) b = static_cast<uint8_t>(rng());
+    rng.seed(7);  // the same bytes both times
+    // 1001 + 2999 + 517 bytes from three places: 5 packets of at most 1024, the last padded.
+    Sge sge[3] = {{mr.addr + 1, 1001, mr.lkey}, {mr.addr + 3000, 2999, mr.lkey}, {mr.addr + 9001, 517, mr.lkey}};
+    SendWr wr;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sg_list = sge;
+    wr.num_sge = 3;
+    wr.send_flags = kSendSignaled;
+    wr.rdma.remote_addr = 0x7000;
+    wr.rdma.rkey = 0x4242;
+    ASSERT_EQ(eng->post_send(qpn, &wr, nullptr), 0);
+    eng->poll(now);
+    EXPECT_EQ(sent().size(), 5u);  // each parses with its ICRC checked
+    frames[host_sums] = io.frames;
+  }
+  EXPECT_EQ(frames[0], frames[1]);
+}
+
 TEST_F(Protocol, WriteAndReadRequestsCarryReth) {
   ASSERT_EQ(post(WrOpcode::kRdmaWrite, 0, 1), 0);
   ASSERT_EQ(post(WrOpcode::kRdmaRead, 64, 5000, 2), 0);
@@ -371,6 +401,37 @@ TEST_F(Protocol, InOrderWriteIsPlacedAndAcknowledgedWithMsn) {
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(mem[100 + i], static_cast<uint8_t>(i + kRqPsn));
   for (uint32_t i = 0; i < 10; ++i) ASSERT_EQ(mem[1124 + i], static_cast<uint8_t>(i + kRqPsn + 1));
   EXPECT_EQ(mem[1134], 0xee);
+}
+
+// A WRITE Middle in order has its ICRC checked as its payload is placed (one
+// pass, the fast path): a damaged one is counted and dropped, answered by
+// nothing, and its bytes, left where the Middle goes, are overwritten when it
+// is resent; the WRITE ends with the sender's bytes, not one more.
+TEST_F(Protocol, ADamagedWriteMiddleIsDroppedAndItsResentBytesOverwriteIt) {
+  va = mr.addr + 100;
+  dma_len = 3 * 1024;
+  ack_req = false;
+  deliver(from_peer(Opcode::kWriteFirst, kRqPsn, 1024));
+  const uint64_t fast_before = eng->counters().rx_fast;
+  auto damaged = from_peer(Opcode::kWriteMiddle, kRqPsn + 1, 1024);
+  damaged[damaged.size() - 4 - 500] ^= 0x40;  // a payload byte
+  deliver(damaged);
+  EXPECT_TRUE(sent().empty());
+  EXPECT_EQ(eng->counters().rx_parse_errors[static_cast<size_t>(wire::ParseError::kBadIcrc)], 1u);
+  EXPECT_EQ(mem[100 + 1024 + 1024 - 500], static_cast<uint8_t>(1024 - 500 + kRqPsn + 1) ^ 0x40);  // placed, undefined
+  deliver(from_peer(Opcode::kWriteMiddle, kRqPsn + 1, 1024));
+  ack_req = true;
+  deliver(from_peer(Opcode::kWriteLast, kRqPsn + 2, 1024));
+  auto f = sent();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].opcode(), 0x11);
+  EXPECT_EQ(f[0].psn(), kRqPsn + 2);
+  EXPECT_EQ(f[0].aeth()->syndrome, 0x1f);
+  for (uint32_t p = 0; p < 3; ++p) {
+    for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(mem[100 + 1024 * p + i], static_cast<uint8_t>(i + kRqPsn + p)) << p;
+  }
+  EXPECT_EQ(mem[100 + 3 * 1024], 0xee);
+  EXPECT_EQ(eng->counters().rx_fast - fast_before, 2u);  // the good Middle and the Last
 }
 
 TEST_F(Protocol, OutOfOrderIsNakedOnceThenRecovers) {

@@ -21,17 +21,15 @@ namespace tita::engine::test {
 struct CaptureIo : PacketIo {
   std::vector<std::vector<uint8_t>> frames;
   uint32_t space = 1024;
+  bool sums = false;  // as the DPDK host: the ICRC summed in copy_to()
   uint32_t tx_space() override { return space; }
+  bool sums_icrc() const override { return sums; }
   void transmit_burst(uint64_t, const TxFrame* burst, uint32_t n) override {
     for (uint32_t i = 0; i < n; ++i) transmit(burst[i]);
   }
   void transmit(const TxFrame& f) {
-    std::vector<uint8_t> b(f.hdr, f.hdr + f.hdr_len);
-    for (uint32_t i = 0; i < f.n_payload; ++i) {
-      const auto* p = static_cast<const uint8_t*>(f.payload[i].data);
-      b.insert(b.end(), p, p + f.payload[i].len);
-    }
-    b.insert(b.end(), f.tail, f.tail + f.tail_len);
+    std::vector<uint8_t> b(f.len());
+    f.copy_to(b.data());
     frames.push_back(std::move(b));
   }
 };

@@ -149,7 +149,9 @@ bool EngineHost::build(const engine::TxFrame& f, rte_mbuf* m) {
       e->pkt_len = f.payload[i].len;
     }
     rte_mbuf* t = more[f.n_payload];
-    std::memcpy(rte_pktmbuf_append(t, static_cast<uint16_t>(f.tail_len)), f.tail, f.tail_len);
+    auto* tail = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(t, static_cast<uint16_t>(f.tail_len)));
+    std::memcpy(tail, f.tail, f.tail_len);
+    f.finish_icrc(tail);  // one pass: the CRC reads the payload where it lies
     for (uint32_t i = 0; i < n_more; ++i) {
       if (rte_pktmbuf_chain(m, more[i]) != 0) [[unlikely]] {  // more segments than the mbuf may have
         rte_pktmbuf_free_bulk(more + i, n_more - i);
@@ -167,17 +169,7 @@ bool EngineHost::build(const engine::TxFrame& f, rte_mbuf* m) {
     ++counters_.tx_oversize;
     return false;
   }
-  std::memcpy(p, f.hdr, f.hdr_len);
-  p += f.hdr_len;
-  for (uint32_t i = 0; i < f.n_payload; ++i) {
-    if (f.payload[i].data != nullptr) {
-      std::memcpy(p, f.payload[i].data, f.payload[i].len);
-    } else {
-      std::memset(p, 0, f.payload[i].len);  // phantom memory
-    }
-    p += f.payload[i].len;
-  }
-  std::memcpy(p, f.tail, f.tail_len);
+  f.copy_to(p);  // the ICRC summed as the payload is copied
   if (f.n_payload > 0) ++counters_.tx_copied;
   return true;
 }

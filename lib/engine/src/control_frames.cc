@@ -180,6 +180,7 @@ void Engine::Impl::flush_control() {
       tx.priority = c.priority;
       tx.qp_num = c.qp_num;
       tx.control = true;
+      tx.icrc_pending = false;  // summed when the frame was made
     }
     control_head = (control_head + 1) % static_cast<uint32_t>(control.size());
     --control_count;

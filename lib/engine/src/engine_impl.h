@@ -178,6 +178,7 @@ struct Engine::Impl {
 
   EngineConfig cfg;
   PacketIo* io;
+  bool host_sums_icrc = false;  // io->sums_icrc(): data frames leave with the ICRC pending
   EngineCounters counters;
   uint32_t next_pd = 1;
   std::vector<Mr> mrs;
@@ -444,7 +445,7 @@ struct Engine::Impl {
   // respond() would; anything else returns false having changed nothing.
   // The caller has made sure that respond()'s other work cannot apply
   // (nothing kept out of order, no READ or atomic owed, not closing).
-  bool respond_fast(Qp& qp, const wire::Packet& pkt);
+  bool respond_fast(Qp& qp, const wire::Packet& pkt, bool icrc_unchecked);
   bool send_read_response(Qp& qp);
   void ack(Qp& qp, uint8_t syndrome, uint32_t psn, const Echo* echo);
   void send_ack(Qp& qp, uint8_t syndrome, uint32_t psn, const EchoCopy* echo);  // now, not deferred

@@ -14,6 +14,11 @@
 // check would NAK, a CE-marked WRITE (a CNP may be due), a QP waiting for
 // ARP, following the peer's path, owing READ responses, keeping frames out
 // of order or closing on a fatal NAK.
+//
+// One pass over payload bytes: a WRITE Middle or Last in order has its ICRC
+// summed as its payload is copied into the region (wire::icrc_check_copy), not
+// in a pass before. First and Only are checked first: their RETH says where
+// the bytes go, and a header is trusted only once its ICRC is.
 #include <array>
 #include <bit>
 #include <cstring>
@@ -120,11 +125,18 @@ bool Engine::Impl::receive_fast(const uint8_t* frame, uint32_t len) {
   pkt.ip_version = 4;
   pkt.dscp = ip.dscp();
   pkt.ecn = ip.ecn();
-  if (wire::parse_transport(frame, len, kL3 + total, &pkt, {.verify_icrc = cfg.verify_icrc}) != wire::ParseError::kOk) {
+  // A WRITE Middle or Last has its ICRC checked as its payload is placed
+  // (respond_fast); every other frame here before anything is done with it.
+  const bool icrc_when_placed = cfg.verify_icrc && !ack && !op.starts_message();
+  if (wire::parse_transport(frame, len, kL3 + total, &pkt, {.verify_icrc = cfg.verify_icrc && !icrc_when_placed}) !=
+      wire::ParseError::kOk) {
     return false;
   }
   // From here on as receive_frame() goes on after its checks.
-  if (pkt.trailer_len != 0 && !qp->peer_tita) qp->learn_peer_tita();  // the general path would too
+  if (pkt.trailer_len != 0 && !qp->peer_tita) {
+    if (icrc_when_placed) return false;  // nothing is learnt from a frame not yet checked
+    qp->learn_peer_tita();               // the general path would too
+  }
   if (ack) {
     ++qp->cold.counters.rx_packets;
     complete_response(*qp, pkt);
@@ -136,7 +148,7 @@ bool Engine::Impl::receive_fast(const uint8_t* frame, uint32_t len) {
       qp->resp.closing || qp->resp.reads_count != 0 || qp->resp.ooo_head != kNil) {
     return false;
   }
-  if (!respond_fast(*qp, pkt)) return false;
+  if (!respond_fast(*qp, pkt, icrc_when_placed)) return false;
   ++qp->cold.counters.rx_packets;
   ++counters.rx_fast;
   return true;

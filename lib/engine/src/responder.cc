@@ -110,6 +110,7 @@ struct Responder {
   const uint32_t psn = pkt.psn();
   const uint32_t len = pkt.payload_len;
   const Mr* mr = nullptr;  // the target of a WRITE or READ, once checked
+  bool placed = false;     // the WRITE's payload is in place already (respond_fast)
 
   Echo echo() const {
     Echo e;
@@ -477,7 +478,7 @@ struct Responder {
           qp.resp.write_remaining = reth.dma_len.get();
           qp.resp.write_total = qp.resp.write_remaining;
         }
-        if (len > 0) {
+        if (len > 0 && !placed) {
           if (uint8_t* dst = mr->at(qp.resp.write_va)) std::memcpy(dst, pkt.payload(), len);
         }
         qp.resp.write_va += len;
@@ -630,7 +631,7 @@ void Engine::Impl::respond(Qp& qp, const wire::Packet& pkt, bool from_ooo) {
   }
 }
 
-bool Engine::Impl::respond_fast(Qp& qp, const wire::Packet& pkt) {
+bool Engine::Impl::respond_fast(Qp& qp, const wire::Packet& pkt, bool icrc_unchecked) {
   // run()'s in-order steps, none of which may choose another (every check of
   // a WRITE without immediate but check_resources is free of side effects,
   // and that one has nothing to check for it).
@@ -638,6 +639,16 @@ bool Engine::Impl::respond_fast(Qp& qp, const wire::Packet& pkt) {
   if (r.check_psn() != Step::kCheckOpSequence || r.check_op_sequence() != Step::kCheckLength ||
       r.check_length() != Step::kCheckResources || r.check_access() != Step::kExecute) {
     return false;
+  }
+  if (icrc_unchecked) {
+    // A Middle or Last in order: its bytes go where this WRITE's next bytes
+    // go, so the ICRC is checked as they are placed (one pass). A wrong one
+    // leaves them in bytes the WRITE has yet to deliver, which the resent
+    // packet overwrites before the WRITE can complete (and a WRITE that
+    // fails leaves its target undefined anyway); the general path then finds
+    // the ICRC wrong, counts the frame and drops it.
+    if (!wire::icrc_check_copy(pkt, r.mr->at(qp.resp.write_va))) return false;
+    r.placed = true;
   }
   if (r.execute() == Step::kAcknowledge) r.acknowledge();
   return true;

@@ -61,8 +61,14 @@ uint32_t Engine::Impl::emit_frame(Qp& qp, const wire::HeaderTemplate& hdr, const
   for (uint32_t i = 0; i < n_payload; ++i) tx.payload[i] = payload[i];
   tx.n_payload = n_payload;
   const uint32_t pad = wire::pad_bytes(payload_len);
+  tx.icrc_pending = false;
   if (cfg.compute_icrc && !phantom) {
-    wire::finish_frame(tx_hdr, tx.hdr_len, {payload, n_payload}, tx_tail);
+    if (host_sums_icrc && !route.loopback) {
+      std::memset(tx_tail, 0, 8);  // the pad; the host fills the ICRC in as it copies
+      tx.icrc_pending = true;
+    } else {
+      wire::finish_frame(tx_hdr, tx.hdr_len, {payload, n_payload}, tx_tail);
+    }
   } else {
     std::memset(tx_tail, 0, 8);  // pad (up to 3) and ICRC left zero: receivers skip the check
   }
@@ -85,6 +91,30 @@ uint32_t Engine::Impl::emit_frame(Qp& qp, const wire::HeaderTemplate& hdr, const
   }
   ++qp.cold.counters.tx_packets;
   return frame_len;
+}
+
+void TxFrame::copy_to(uint8_t* dst) const {
+  std::memcpy(dst, hdr, hdr_len);
+  uint8_t* p = dst + hdr_len;
+  const uint32_t payload_bytes = payload_len();
+  if (icrc_pending) {
+    std::memcpy(p + payload_bytes, tail, tail_len);
+    wire::finish_frame_copy(hdr, hdr_len, {payload, n_payload}, p, p + payload_bytes);
+    return;
+  }
+  for (uint32_t i = 0; i < n_payload; ++i) {
+    if (payload[i].data != nullptr) {
+      std::memcpy(p, payload[i].data, payload[i].len);
+    } else {
+      std::memset(p, 0, payload[i].len);  // phantom memory
+    }
+    p += payload[i].len;
+  }
+  std::memcpy(p, tail, tail_len);
+}
+
+void TxFrame::finish_icrc(uint8_t* tail_copy) const {
+  if (icrc_pending) wire::finish_frame(hdr, hdr_len, {payload, n_payload}, tail_copy);
 }
 
 }  // namespace tita::engine

@@ -125,6 +125,7 @@ class EngineHost final : public engine::PacketIo {
   // engine::PacketIo
   uint32_t tx_space() override;
   void transmit_burst(uint64_t now_ns, const engine::TxFrame* frames, uint32_t n) override;
+  bool sums_icrc() const override { return true; }  // build(): copy_to() or finish_icrc()
 
  private:
   struct Region {

@@ -26,6 +26,9 @@ struct TxFrame {
   uint8_t priority = 0;  // 802.1p class for the host's egress queue (PFC)
   uint32_t qp_num = 0;   // sending QP, for hosts that steer queues by QP
   bool control = false;  // an ACK, NAK or CNP (a host may queue them ahead of data)
+  // The ICRC is the host's to fill in (PacketIo::sums_icrc): the tail holds the
+  // pad and room for it. copy_to() or finish_icrc() does it.
+  bool icrc_pending = false;
 
   uint32_t payload_len() const {
     uint32_t n = 0;
@@ -33,6 +36,13 @@ struct TxFrame {
     return n;
   }
   uint32_t len() const { return hdr_len + payload_len() + tail_len; }
+
+  // Writes the whole frame, len() bytes, to dst: headers, payload (zeros for a
+  // phantom segment), tail; a pending ICRC is summed as the payload is copied.
+  void copy_to(uint8_t* dst) const;
+  // For a host that sends the payload where it lies: fills a pending ICRC into
+  // its own copy of the tail (tail_len bytes).
+  void finish_icrc(uint8_t* tail_copy) const;
 };
 
 class PacketIo {
@@ -45,6 +55,11 @@ class PacketIo {
   // Engine::poll(). Header and tail bytes must be copied before returning;
   // payload segments stay valid until the work request completes.
   virtual void transmit_burst(uint64_t now_ns, const TxFrame* frames, uint32_t n) = 0;
+  // True if the host writes every data frame with TxFrame::copy_to() or
+  // finish_icrc(): the engine then leaves the ICRC pending, and a host that
+  // copies sums it in the same pass over the payload as its copy. Asked once,
+  // when the engine is made.
+  virtual bool sums_icrc() const { return false; }
 };
 
 }  // namespace tita::engine
