@@ -12,7 +12,16 @@
 // and a constant c placed reflected in 64 bits, clmul gives L*c*x in 128 bits;
 // the constants are therefore x^(n-1) mod P where the fold needs x^n mod P.
 // They are computed at compile time from the polynomial, not tabulated.
+// GCC 12 warns of the pass-through operand (_mm512_undefined_epi32) inside
+// its own AVX-512 intrinsics.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #include <isa-l/crc.h>
 
 #include <cpuid.h>
@@ -81,7 +90,7 @@ TITA_FOLD_TARGET uint32_t crc32_copy_vpclmul(uint8_t* dst, const uint8_t* src, s
   __m512i x0 = copy64(dst, src), x1 = copy64(dst + 64, src + 64), x2 = copy64(dst + 128, src + 128),
           x3 = copy64(dst + 192, src + 192);
   // The running CRC's register enters as the first 32 message bits.
-  x0 = _mm512_xor_si512(x0, _mm512_castsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
+  x0 = _mm512_xor_si512(x0, _mm512_maskz_set1_epi32(1, static_cast<int>(~crc)));
   size_t at = 256;
   const __m512i by2048 = _mm512_broadcast_i32x4(lane(k2048));
   for (; at + 256 <= len; at += 256) {
@@ -117,7 +126,11 @@ TITA_FOLD_TARGET uint32_t crc32_copy_vpclmul(uint8_t* dst, const uint8_t* src, s
 
 bool cpu_folds() {
   unsigned eax, ebx, ecx, edx;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_PCLMUL)) return false;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_PCLMUL) || !(ecx & bit_OSXSAVE)) return false;
+  // The OS must save the AVX-512 registers (XCR0: SSE, AVX, opmask, ZMM).
+  unsigned xcr0_low, xcr0_high;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0_low & 0xe6) != 0xe6) return false;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   return (ecx & bit_VPCLMULQDQ) && (ebx & bit_AVX512F) && (ebx & bit_AVX512VL);
 }
