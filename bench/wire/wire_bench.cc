@@ -116,7 +116,7 @@ void BM_CopyThenCrc32(benchmark::State& state) {
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n));
 }
-BENCHMARK(BM_CopyThenCrc32)->Arg(256)->Arg(1024)->Arg(4096)->Arg(9000);
+BENCHMARK(BM_CopyThenCrc32)->Arg(256)->Arg(512)->Arg(1024)->Arg(4096)->Arg(9000);
 
 void BM_Crc32Copy(benchmark::State& state) {
   const auto n = static_cast<size_t>(state.range(0));
@@ -128,7 +128,7 @@ void BM_Crc32Copy(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n));
   state.SetLabel(std::string(crc32_copy_implementation()));
 }
-BENCHMARK(BM_Crc32Copy)->Arg(256)->Arg(1024)->Arg(4096)->Arg(9000);
+BENCHMARK(BM_Crc32Copy)->Arg(256)->Arg(512)->Arg(1024)->Arg(4096)->Arg(9000);
 
 void BM_Crc32(benchmark::State& state) {
   const auto n = static_cast<size_t>(state.range(0));

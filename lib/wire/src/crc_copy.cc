@@ -85,7 +85,7 @@ TITA_FOLD_TARGET inline __m512i copy64(uint8_t* dst, const uint8_t* src) {
   return v;
 }
 
-// len >= 256.
+// len >= 256 (the four accumulators' first loads); used from kFoldMinBytes up.
 TITA_FOLD_TARGET uint32_t crc32_copy_vpclmul(uint8_t* dst, const uint8_t* src, size_t len, uint32_t crc) {
   __m512i x0 = copy64(dst, src), x1 = copy64(dst + 64, src + 64), x2 = copy64(dst + 128, src + 128),
           x3 = copy64(dst + 192, src + 192);
@@ -137,8 +137,10 @@ bool cpu_folds() {
 
 const bool kFolds = cpu_folds();
 
-// Below this the fold's set-up costs more than a second pass over bytes in L1.
-constexpr size_t kFoldMinBytes = 256;
+// Below this the fold's set-up and reduction cost more than a second pass over
+// bytes still in L1 (bench/wire: BM_Crc32Copy against BM_CopyThenCrc32, even
+// at about 1 KB on a Zen 5).
+constexpr size_t kFoldMinBytes = 1024;
 
 }  // namespace
 

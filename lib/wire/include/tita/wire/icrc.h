@@ -33,8 +33,8 @@ std::string_view crc32_implementation();
 
 // Copies len bytes from src to dst (not overlapping) and returns crc32(crc, src,
 // len), reading each byte once: on CPUs with VPCLMULQDQ and AVX-512 the CRC is
-// folded from the copy's own loads (256 bytes and more); elsewhere memcpy, then
-// crc32() over the bytes just copied.
+// folded from the copy's own loads (1 KB and more); elsewhere, and for fewer
+// bytes, memcpy, then crc32() over the bytes just copied.
 uint32_t crc32_copy(void* dst, const void* src, size_t len, uint32_t crc);
 
 // Which of the two crc32_copy() runs on this CPU.
