@@ -126,6 +126,9 @@ void Perf::setup_resources() {
   const uint32_t per_lane = (total_qps() + o_.engines - 1) / o_.engines;
   for (Lane& lane : lanes_) {
     Engine& e = lane.engine();
+    if (o_.zero_copy && !lane.host->zero_copy_on() && &lane == &lanes_.front()) {
+      std::fprintf(stderr, "tita-perf: --zero-copy: payload copied: %s\n", lane.host->port().external_tx_refused().c_str());
+    }
     if (o_.zero_copy && lane.host->register_memory(mem_, mem_len_, &err) != 0) die(err);
     lane.pd = e.alloc_pd();
     if (e.reg_mr(lane.pd, mem_, mem_len_, access, &lane.mr) != 0) die("reg_mr failed");

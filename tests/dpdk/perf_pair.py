@@ -76,6 +76,7 @@ class Pair:
         if cli.returncode != 0 or not lines:
             raise AssertionError(f"client failed ({cli.returncode}): {cli.stderr[-2000:]}\nserver: {err_s[-2000:]}")
         result = json.loads(lines[-1])
+        result["stderr"] = cli.stderr
         if result["check"] not in ("ok", "off"):
             raise AssertionError(f"data check: {result['check']}")
         if result["messages"] <= 0:
@@ -179,6 +180,15 @@ def vhost(perf, work):
                 ["--no-huge", "-m", "1024", "--file-prefix=tita-vh-c", f"--vdev=net_virtio_user0,path={sock},queues=1"],
                 "net_vhost0", "net_virtio_user0")
     check_all_verbs(pair)
+    # Zero copy asked for on virtio-user: its vhost backend cannot read the
+    # application's memory, so the payload is copied, and the user is told.
+    r = pair.test(["--test", "write", "--size", "65536", "--qps", "2", "--duration", "0.5", "--check", "--zero-copy"],
+                  18680)
+    said = [l for l in r["stderr"].splitlines() if "--zero-copy: payload copied" in l]
+    print(f"zero copy on virtio-user: {r['client']['zero_copy_frames']} zero-copy frames, check {r['check']}: "
+          f"{said[0] if said else 'nothing said'}")
+    if r["client"]["zero_copy_frames"] != 0 or not said or r["check"] != "ok":
+        raise AssertionError("zero copy on virtio-user: not refused, or refused silently")
     hostile_clients(perf, work)
     if shutil.which("dpdk-telemetry.py") is None:
         print("dpdk-telemetry.py not installed: telemetry not checked")
@@ -307,6 +317,13 @@ def memif(perf, work):
                  f"--vdev=net_memif0,role=client,socket={sock},id=0,bsize=8192"],
                 "net_memif0", "net_memif0")
     check_all_verbs(pair)
+    # Zero copy: memif's sender copies each segment into the shared ring
+    # itself, so payload attached from the application's memory goes out.
+    r = pair.test(["--test", "write", "--size", "65536", "--qps", "2", "--duration", "0.5", "--check", "--zero-copy"],
+                  18680)
+    print(f"zero copy on memif: {r['client']['zero_copy_frames']} zero-copy frames, check {r['check']}")
+    if r["client"]["zero_copy_frames"] == 0 or r["check"] != "ok":
+        raise AssertionError(f"zero copy on memif: {r['client']['zero_copy_frames']} frames, check {r['check']}")
 
 
 def need_root(what):

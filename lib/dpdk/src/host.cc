@@ -46,7 +46,7 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
   engine_ = std::make_unique<engine::Engine>(cfg, this);
   pending_.assign(std::bit_ceil(4u * std::max<uint32_t>(options_.burst, 1)), nullptr);
   pending_mask_ = static_cast<uint32_t>(pending_.size()) - 1;
-  if (!port_.multi_segment_tx()) options_.zero_copy = false;
+  if (!port_.external_tx_refused().empty()) options_.zero_copy = false;
 }
 
 EngineHost::~EngineHost() {

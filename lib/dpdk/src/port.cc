@@ -283,6 +283,11 @@ int Port::open(std::string_view name, const PortConfig& cfg, std::string* err) {
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
     multi_seg_ = true;
   }
+  if (!multi_seg_) {
+    ext_tx_refused_ = name_ + " sends no chained mbufs";
+  } else if (std::string_view(info.driver_name) == "net_virtio_user") {
+    ext_tx_refused_ = name_ + "'s vhost backend reads only DPDK's own memory, not the application's";
+  }
   if (cfg.rss_udp && rxq > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_UDP) != 0) {
     conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
     conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_UDP & info.flow_type_rss_offloads;

@@ -102,6 +102,9 @@ class EngineHost final : public engine::PacketIo {
   Port& port() { return port_; }
   const Port& port() const { return port_; }
   const HostCounters& counters() const { return counters_; }
+  // Whether zero copy is on: asked for, and the port sends external buffers
+  // (Port::external_tx_refused says why not).
+  bool zero_copy_on() const { return options_.zero_copy; }
   // The time the engine has been waiting for its next poll beyond kLatePollNs,
   // now (0 if not): from another thread (telemetry), a host that is not
   // running at all is seen late before its next poll counts it.

@@ -124,7 +124,12 @@ class Port {
   uint16_t tx_queues() const { return cfg_.tx_queues; }
   // The largest frame this port sends and receives (its MTU, and what one mbuf holds).
   uint16_t max_frame_bytes() const { return max_frame_; }
-  bool multi_segment_tx() const { return multi_seg_; }  // chained mbufs (external payload) accepted
+  bool multi_segment_tx() const { return multi_seg_; }  // chained mbufs accepted
+  // Payload attached from application memory (external buffers) reaches the
+  // wire: chained mbufs, and not virtio-user, whose vhost backend reads only
+  // the memory virtio-user shares with it (DPDK's own segments), and drops the
+  // rest. Empty: yes; else why not, for a user who asked for zero copy.
+  const std::string& external_tx_refused() const { return ext_tx_refused_; }
 
   uint16_t rx(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   // Transmits up to n; returns how many the port took. The caller owns the rest.
@@ -148,6 +153,7 @@ class Port {
   uint16_t max_frame_ = 1518;
   uint16_t data_room_ = 0;
   bool multi_seg_ = false;
+  std::string ext_tx_refused_;
   bool started_ = false;
   uint64_t tx_dropped_ = 0;
   // The kernel sockets under an af_packet or af_xdp port: DPDK 22.11 does not
