@@ -409,25 +409,9 @@ RdmaNicNetDevice::Enqueue(const eng::TxFrame& f)
     {
         // Real memory behind the payload: the frame is copied as it is.
         m_txScratch.resize(TitaFrame::kMaxFrameBytes); // on first use: phantom payload never needs it
-        uint8_t* b = m_txScratch.data();
-        uint32_t n = 0;
-        std::memcpy(b, f.hdr, f.hdr_len);
-        n += f.hdr_len;
-        for (uint32_t i = 0; i < f.n_payload; ++i)
-        {
-            if (f.payload[i].data)
-            {
-                std::memcpy(b + n, f.payload[i].data, f.payload[i].len);
-            }
-            else
-            {
-                std::memset(b + n, 0, f.payload[i].len);
-            }
-            n += f.payload[i].len;
-        }
-        std::memcpy(b + n, f.tail, f.tail_len);
-        n += f.tail_len;
-        p = TitaPacket::FromBytes(b, n);
+        const uint32_t n = f.len();
+        f.copy_to(m_txScratch.data());
+        p = TitaPacket::FromBytes(m_txScratch.data(), n);
     }
     if (m_engineTxTraced)
     {

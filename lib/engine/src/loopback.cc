@@ -17,17 +17,8 @@ bool Engine::Impl::loop_push(const uint8_t* hdr, uint32_t hdr_len, const wire::S
   uint32_t len = hdr_len + tail_len;
   for (uint32_t i = 0; i < n_payload; ++i) len += payload[i].len;
   if (f.data.size() < len) f.data.resize(std::max<uint32_t>(len, 4096 + 512));
-  uint8_t* p = f.data.data();
-  std::memcpy(p, hdr, hdr_len);
-  p += hdr_len;
-  for (uint32_t i = 0; i < n_payload; ++i) {
-    if (payload[i].data != nullptr) {
-      std::memcpy(p, payload[i].data, payload[i].len);
-    } else {
-      std::memset(p, 0, payload[i].len);  // phantom memory
-    }
-    p += payload[i].len;
-  }
+  std::memcpy(f.data.data(), hdr, hdr_len);
+  uint8_t* p = wire::gather_segments({payload, n_payload}, f.data.data() + hdr_len);
   if (tail_len > 0) std::memcpy(p, tail, tail_len);
   f.len = len;
   ++loop_count;

@@ -102,15 +102,7 @@ void TxFrame::copy_to(uint8_t* dst) const {
     wire::finish_frame_copy(hdr, hdr_len, {payload, n_payload}, p, p + payload_bytes);
     return;
   }
-  for (uint32_t i = 0; i < n_payload; ++i) {
-    if (payload[i].data != nullptr) {
-      std::memcpy(p, payload[i].data, payload[i].len);
-    } else {
-      std::memset(p, 0, payload[i].len);  // phantom memory
-    }
-    p += payload[i].len;
-  }
-  std::memcpy(p, tail, tail_len);
+  std::memcpy(wire::gather_segments({payload, n_payload}, p), tail, tail_len);
 }
 
 void TxFrame::finish_icrc(uint8_t* tail_copy) const {

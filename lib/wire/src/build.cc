@@ -186,6 +186,18 @@ void store_icrc(uint32_t crc, uint32_t pad, uint8_t* tail) {
 
 }  // namespace
 
+uint8_t* gather_segments(std::span<const Segment> segments, uint8_t* dst) {
+  for (const Segment& s : segments) {
+    if (s.data != nullptr) {
+      std::memcpy(dst, s.data, s.len);
+    } else {
+      std::memset(dst, 0, s.len);
+    }
+    dst += s.len;
+  }
+  return dst;
+}
+
 void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail) {
   // Headers, then each payload segment where it lies, then the pad: no gathering.
   uint32_t pad;

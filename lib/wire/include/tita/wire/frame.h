@@ -233,6 +233,10 @@ uint32_t build_headers(const FrameFields& f, uint32_t payload_len, uint8_t* buf,
 // build_headers() wrote at `hdr` and payload that may lie anywhere.
 void finish_frame(const uint8_t* hdr, uint32_t hdr_len, std::span<const Segment> payload, uint8_t* tail);
 
+// Copies the segments one after another to dst (a segment with data ==
+// nullptr as zeros: phantom memory); returns the end of what was written.
+uint8_t* gather_segments(std::span<const Segment> segments, uint8_t* dst);
+
 // finish_frame() for a host that copies the payload into its frame: the segments
 // are copied one after another to `dst` and summed as they are copied, one pass
 // over the bytes (crc32_copy). A segment with data == nullptr is written as zeros.
