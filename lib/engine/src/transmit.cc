@@ -102,7 +102,8 @@ void TxFrame::copy_to(uint8_t* dst) const {
     wire::finish_frame_copy(hdr, hdr_len, {payload, n_payload}, p, p + payload_bytes);
     return;
   }
-  std::memcpy(wire::gather_segments({payload, n_payload}, p), tail, tail_len);
+  p = wire::gather_segments({payload, n_payload}, p);
+  if (tail_len > 0) std::memcpy(p, tail, tail_len);  // control frames have none (tail == nullptr)
 }
 
 void TxFrame::finish_icrc(uint8_t* tail_copy) const {
