@@ -31,7 +31,11 @@ struct CaptureIo : PacketIo {
     std::vector<uint8_t> b(f.len());
     f.copy_to(b.data());
     frames.push_back(std::move(b));
+    holds.push_back(f.hold);
+    transients += f.transient;
   }
+  std::vector<uint64_t> holds;  // each frame's TxFrame::hold
+  uint32_t transients = 0;      // frames given as TxFrame::transient
 };
 
 inline constexpr uint32_t kPeerQpn = 0x100;

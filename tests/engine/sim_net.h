@@ -12,6 +12,7 @@
 #include <memory>
 #include <queue>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "tita/capture/pcap.h"
@@ -73,6 +74,15 @@ class SimNet {
   void set_faults_both(const LinkFaults& f) {
     for (auto& x : faults_) x = f;
   }
+  // Zero copy, as a port that reads the payload where it lies: host i holds
+  // each frame's payload (TxFrame::hold) from transmit_burst() until
+  // release_after() ns after the frame has left the wire (a NIC's transmit
+  // ring freed late).
+  void hold_payload(int i, std::function<uint64_t()> release_after) { hosts_[i]->release_after = std::move(release_after); }
+  // The hold tokens host i still holds.
+  const std::multiset<uint64_t>& held(int i) const { return hosts_[i]->held; }
+  // Frames host i was given as TxFrame::transient (to be copied at once).
+  uint64_t transient_frames(int i) const { return hosts_[i]->transient; }
   // Records every frame as it leaves its sender.
   int capture(const std::string& path, std::string* err) { return pcap_.open(path, err); }
 
@@ -103,6 +113,10 @@ class SimNet {
         if (h.wake_at != ev.time) return true;  // superseded
         h.wake_at = UINT64_MAX;
         break;
+      case Kind::kRelease:
+        h.held.erase(h.held.find(ev.token));
+        h.engine->release_payload(ev.token);
+        break;
     }
     kick(h);
     return true;
@@ -128,13 +142,14 @@ class SimNet {
   }
 
  private:
-  enum class Kind : uint8_t { kDeliver, kTxDone, kWake };
+  enum class Kind : uint8_t { kDeliver, kTxDone, kWake, kRelease };
   struct Event {
     uint64_t time;
     uint64_t seq;
     Kind kind;
     int host;
     std::shared_ptr<std::vector<uint8_t>> frame;
+    uint64_t token = 0;  // kRelease
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
@@ -143,6 +158,10 @@ class SimNet {
     int id = 0;
     std::unique_ptr<engine::Engine> engine;
     std::deque<std::shared_ptr<std::vector<uint8_t>>> txq;
+    std::deque<uint64_t> txq_hold;  // each queued frame's hold token (0: none)
+    std::function<uint64_t()> release_after;
+    std::multiset<uint64_t> held;
+    uint64_t transient = 0;
     bool busy = false;
     uint64_t wake_at = UINT64_MAX;
     static constexpr uint32_t kQueueFrames = 64;  // a NIC's transmit ring
@@ -155,6 +174,13 @@ class SimNet {
       auto buf = std::make_shared<std::vector<uint8_t>>(f.len());
       f.copy_to(buf->data());
       txq.push_back(std::move(buf));
+      transient += f.transient;
+      const bool hold = release_after && f.hold != 0;
+      txq_hold.push_back(hold ? f.hold : 0);
+      if (hold) {
+        held.insert(f.hold);
+        engine->hold_payload(f.hold);
+      }
     }
     // As the DPDK host: the ICRC of data frames summed as they are copied.
     bool sums_icrc() const override { return true; }
@@ -186,9 +212,12 @@ class SimNet {
     if (h.busy || h.txq.empty()) return;
     auto frame = std::move(h.txq.front());
     h.txq.pop_front();
+    const uint64_t hold = h.txq_hold.front();
+    h.txq_hold.pop_front();
     h.busy = true;
     const uint64_t wire_ns = (frame->size() + 24) * 8 * 1'000'000'000ull / rate_bps_;
     push(now_ns_ + std::max<uint64_t>(wire_ns, 1), Kind::kTxDone, h.id);
+    if (hold != 0) events_.push({now_ns_ + wire_ns + h.release_after(), seq_++, Kind::kRelease, h.id, {}, hold});
     if (pcap_.is_open()) pcap_.write(*frame, now_ns_);
     static constexpr uint8_t kBroadcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     if (std::memcmp(frame->data(), kBroadcast, 6) == 0) {  // ARP requests: everyone else

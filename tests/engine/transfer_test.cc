@@ -229,5 +229,128 @@ TEST(AckCoalescing, APacketThatFillsTheWindowAsksForItsAck) {
   EXPECT_EQ(tx.retransmitted_packets, 0u);
 }
 
+// Zero copy (TxFrame::hold): the sending host refers to the payload where it
+// lies until its port lets the frame go, which may be long after the ACK. A
+// send WR completes (and the application may reuse its memory) only when no
+// frame of it, nor of any WR before it, is still held.
+constexpr uint32_t kHoldSlotMask = (1u << 21) - 1;  // a token's SQ slot (engine_impl.h)
+
+void post_rdma(Pair& p, uint64_t wr_id, WrOpcode op, uint64_t off, uint32_t len) {
+  Sge sge{p.side[0].mr.addr + off, len, p.side[0].mr.lkey};
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.rdma.remote_addr = p.side[1].mr.addr + off;
+  wr.rdma.rkey = p.side[1].mr.rkey;
+  ASSERT_EQ(p.eng(0).post_send(p.side[0].qp, &wr, nullptr), 0);
+}
+
+TEST(ZeroCopy, ACompletionWaitsForTheHostToLetItsPayloadGo) {
+  QpAttr attr;
+  attr.path_mtu = 4096;
+  Pair p(25'000'000'000, 2'000, 1 << 20, attr);
+  p.net.hold_payload(0, [] { return uint64_t{500'000}; });  // a transmit ring freed 0.5 ms late
+  fill_pattern(p.side[0].buf.data(), 1 << 20, 7);
+  post_rdma(p, 1, WrOpcode::kRdmaWrite, 0, 16384);
+  p.net.run_for(100'000);  // 20 RTTs: acknowledged long ago
+  QpInfo info;
+  ASSERT_EQ(p.eng(0).qp_info(p.side[0].qp, &info), 0);
+  EXPECT_EQ(info.snd_una, info.snd_nxt) << "the responder has acknowledged every packet";
+  EXPECT_EQ(p.net.held(0).size(), 4u) << "four frames' payload still held";
+  p.poll();
+  EXPECT_TRUE(p.completions[0].empty()) << "completed while its payload was held";
+  EXPECT_EQ(p.eng(0).counters().completions_held, 1u);
+  // A READ behind it completes behind it, though its answer came long ago.
+  post_rdma(p, 2, WrOpcode::kRdmaRead, 65536, 8192);
+  p.net.run_for(100'000);
+  p.poll();
+  EXPECT_TRUE(p.completions[0].empty());
+  ASSERT_TRUE(p.run(2, 0, p.net.now() + 1'000'000));
+  EXPECT_GE(p.net.now(), 500'000u);
+  EXPECT_TRUE(p.net.held(0).empty());
+  EXPECT_EQ(p.completions[0][0].wr_id, 1u);
+  EXPECT_EQ(p.completions[0][1].wr_id, 2u);
+  EXPECT_EQ(p.completions[0][1].status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(p.side[0].buf.data(), p.side[1].buf.data(), 16384), 0);
+  EXPECT_EQ(p.eng(0).counters().stale_releases, 0u);
+}
+
+// Random release delays under loss, in both recovery modes: retransmitted
+// frames are held too, and every completion still comes after the last
+// release of its WR and of those before it.
+TEST(ZeroCopy, NoCompletionWhileAFrameOfItOrBeforeItIsHeld) {
+  for (const Recovery rec : {Recovery::kGoBackN, Recovery::kSelectiveRepeat}) {
+    SCOPED_TRACE(rec == Recovery::kGoBackN ? "go-back-N" : "selective repeat");
+    QpAttr attr;
+    attr.path_mtu = 1024;
+    attr.recovery = rec;
+    attr.timeout = 8;
+    constexpr uint32_t kWrs = 400;
+    constexpr uint64_t kRegion = 65536;
+    Pair p(25'000'000'000, 2'000, kWrs * kRegion, attr, 9);
+    p.net.set_faults_both({.loss = 0.01});
+    std::mt19937_64 rng(5);
+    p.net.hold_payload(0, [&rng] { return rng() % 40'000; });
+    fill_pattern(p.side[0].buf.data(), p.side[0].buf.size(), 3);
+    fill_pattern(p.side[1].buf.data(), p.side[1].buf.size(), 4);
+    const uint32_t sizes[] = {1, 1000, 1024, 4096, 10000, 65536};
+    std::vector<WrOpcode> ops;
+    std::vector<uint32_t> lens;
+    for (uint32_t i = 0; i < kWrs; ++i) {
+      ops.push_back(i % 7 == 3 ? WrOpcode::kRdmaRead : WrOpcode::kRdmaWrite);
+      lens.push_back(sizes[rng() % std::size(sizes)]);
+      post_rdma(p, i, ops[i], i * kRegion, lens[i]);
+    }
+    size_t max_held = 0;
+    size_t done = 0;
+    while (done < kWrs) {
+      ASSERT_TRUE(p.net.step()) << "stuck at " << done << p.describe();
+      ASSERT_LT(p.net.now(), 2'000'000'000u) << p.describe();
+      max_held = std::max(max_held, p.net.held(0).size());
+      WorkCompletion wc[16];
+      const int n = p.eng(0).poll_cq(p.side[0].cq, 16, wc);
+      for (int k = 0; k < n; ++k, ++done) {
+        ASSERT_EQ(wc[k].status, WcStatus::kSuccess);
+        ASSERT_EQ(wc[k].wr_id, done);
+        for (const uint64_t t : p.net.held(0)) {
+          ASSERT_GT(t & kHoldSlotMask, done) << "WR " << done << " completed while a frame of WR "
+                                             << (t & kHoldSlotMask) << " was held";
+        }
+      }
+    }
+    EXPECT_GT(max_held, 100u);
+    EXPECT_GT(p.eng(0).counters().completions_held, 0u);
+    EXPECT_GT(p.eng(0).qp_counters(p.side[0].qp)->retransmitted_packets, 0u);
+    for (uint32_t i = 0; i < kWrs; ++i) {
+      const uint8_t* a = p.side[0].buf.data() + i * kRegion;
+      const uint8_t* b = p.side[1].buf.data() + i * kRegion;
+      ASSERT_EQ(std::memcmp(a, b, lens[i]), 0) << "region " << i << (ops[i] == WrOpcode::kRdmaRead ? " (READ)" : "");
+    }
+    p.net.run_for(100'000);
+    EXPECT_TRUE(p.net.held(0).empty());
+    EXPECT_EQ(p.eng(0).counters().stale_releases, 0u);
+  }
+}
+
+// A hold outlives its QP: the release finds nothing and is counted.
+TEST(ZeroCopy, AReleaseAfterItsQpIsGoneIsCountedAndIgnored) {
+  QpAttr attr;
+  attr.path_mtu = 4096;
+  Pair p(25'000'000'000, 2'000, 1 << 20, attr);
+  p.net.hold_payload(0, [] { return uint64_t{200'000}; });
+  post_rdma(p, 1, WrOpcode::kRdmaWrite, 0, 8192);
+  p.net.run_for(50'000);
+  ASSERT_EQ(p.net.held(0).size(), 2u);
+  ASSERT_EQ(p.eng(0).destroy_qp(p.side[0].qp), 0);
+  uint32_t qpn;  // a new QP in the same slot: not the old one's holds
+  ASSERT_EQ(p.eng(0).create_qp(p.side[0].pd, {.send_cq = p.side[0].cq, .recv_cq = p.side[0].cq}, &qpn), 0);
+  EXPECT_EQ(qpn, p.side[0].qp);
+  p.net.run_for(300'000);
+  EXPECT_TRUE(p.net.held(0).empty());
+  EXPECT_EQ(p.eng(0).counters().stale_releases, 2u);
+}
+
 }  // namespace
 }  // namespace tita::test

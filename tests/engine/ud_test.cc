@@ -148,7 +148,11 @@ TEST(UdWire, SendOnlyCarriesTheDethAndNoAckComesBack) {
   EXPECT_EQ(p.opcode(), static_cast<uint8_t>(wire::Opcode::kUdSendOnly));
   EXPECT_EQ(p.psn(), 1001u);
   EXPECT_EQ(p.deth()->qkey.get(), kQkey);
-  // Both complete at once, nothing waits for an ACK; no timer stays armed.
+  // Both complete at once, nothing waits for an ACK; no timer stays armed. So
+  // their payload is the application's again as soon as the host has them: a
+  // zero-copy host is told to copy it (transient, nothing to hold).
+  EXPECT_EQ(io.transients, 2u);
+  EXPECT_EQ(io.holds, (std::vector<uint64_t>{0, 0}));
   const auto wc = s.poll();
   ASSERT_EQ(wc.size(), 2u);
   EXPECT_EQ(wc[0].wr_id, 1u);

@@ -61,24 +61,28 @@ struct Completer {
   uint64_t acknowledge_through(uint32_t a) {
     uint32_t una = psn_add(a, 1);
     if (!psn_after(una, qp.comp.snd_una) || psn_after(una, qp.req.snd_max)) return 0;  // old or bogus
-    while (qp.comp.sq_head != qp.req.sq_tail) {
-      const SendWqe& w = qp.req.sq[qp.comp.sq_head];
+    // The WRs it acknowledges retire in order; from the first whose payload a
+    // host still holds (zero copy) on they wait for its release
+    // (retire_released), but are walked on for the READ that bounds una.
+    bool waiting = false;
+    for (uint32_t i = qp.comp.sq_head; i != qp.req.sq_tail; i = (i + 1) & mask()) {
+      const SendWqe& w = qp.req.sq[i];
       if (!w.started) break;
       if (w.needs_response()) {
-        if (w.read_pkts == w.npkts) {
-          retire(w);
-          continue;
+        if (w.read_pkts != w.npkts) {
+          // The responder may be past this READ's incomplete part: the holes
+          // are found by detect_holes() (the ACK raised acked_psn).
+          if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) una = psn_add(w.first_psn, w.read_pkts);
+          break;
         }
-        // The responder may be past this READ's incomplete part: the holes
-        // are found by detect_holes() (the ACK raised acked_psn).
-        if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) una = psn_add(w.first_psn, w.read_pkts);
+      } else if (!psn_after(una, w.last_psn())) {
         break;
       }
-      if (psn_after(una, w.last_psn())) {
-        retire(w);
-        continue;
+      if (!waiting && qp.payload_held(i)) [[unlikely]] {
+        waiting = true;
+        ++m.counters.completions_held;
       }
-      break;
+      if (!waiting) retire(w);
     }
     if (!psn_after(una, qp.comp.snd_una)) return 0;
     const uint32_t old_una = qp.comp.snd_una;
@@ -100,6 +104,17 @@ struct Completer {
     const uint64_t acked = qp.comp.una_bytes - old_bytes;
     if (qp.cold.path) m.path_on_una(qp);
     return acked;
+  }
+
+  // What acknowledge_through() left to the release of a hold.
+  void retire_released() {
+    while (qp.comp.sq_head != qp.req.sq_tail && !qp.payload_held(qp.comp.sq_head)) {
+      const SendWqe& w = qp.req.sq[qp.comp.sq_head];
+      const bool done = w.started && (w.needs_response() ? w.read_pkts == w.npkts
+                                                         : psn_after(qp.comp.snd_una, w.last_psn()));
+      if (!done) break;
+      retire(w);
+    }
   }
 
   // The responder says it has everything up to PSN a. That is progress even when
@@ -487,6 +502,48 @@ void Engine::Impl::complete_response(Qp& qp, const wire::Packet& pkt) {
     case wire::Kind::kReadResponse:
     case wire::Kind::kAtomicAck: c.on_response(pkt); break;
     default: break;
+  }
+}
+
+void Engine::Impl::retire_released(Qp& qp) { Completer{*this, qp}.retire_released(); }
+
+uint32_t* Engine::Impl::held_of(uint64_t token, Qp** qp_out, bool allocate) {
+  const auto index = static_cast<uint32_t>(token >> (kHoldSlotBits + kHoldEpochBits));
+  const auto epoch = static_cast<uint32_t>(token >> kHoldSlotBits) & ((1u << kHoldEpochBits) - 1);
+  const auto wqe = static_cast<uint32_t>(token) & ((1u << kHoldSlotBits) - 1);
+  Qp* qp = index < qps.size() && qps[index] && qps[index]->valid ? qps[index].get() : nullptr;
+  if (qp == nullptr || qp->cold.hold_epoch != epoch || wqe >= qp->sq_size()) [[unlikely]] {
+    ++counters.stale_releases;
+    return nullptr;
+  }
+  if (qp->cold.held.empty()) {
+    if (!allocate) {
+      ++counters.stale_releases;
+      return nullptr;
+    }
+    qp->cold.held.assign(qp->sq_size(), 0);
+  }
+  *qp_out = qp;
+  return &qp->cold.held[wqe];
+}
+
+void Engine::hold_payload(uint64_t token) {
+  Qp* qp;
+  if (uint32_t* held = impl_->held_of(token, &qp, true)) ++*held;
+}
+
+void Engine::release_payload(uint64_t token) {
+  Impl& m = *impl_;
+  Qp* qp;
+  uint32_t* held = m.held_of(token, &qp, false);
+  if (held == nullptr) return;
+  if (*held == 0) [[unlikely]] {
+    ++m.counters.stale_releases;
+    return;
+  }
+  if (--*held == 0 && qp->state != QpState::kError) {
+    m.retire_released(*qp);
+    m.settle();
   }
 }
 

@@ -181,6 +181,8 @@ void Engine::Impl::flush_control() {
       tx.qp_num = c.qp_num;
       tx.control = true;
       tx.icrc_pending = false;  // summed when the frame was made
+      tx.transient = false;
+      tx.hold = 0;
     }
     control_head = (control_head + 1) % static_cast<uint32_t>(control.size());
     --control_count;

@@ -237,6 +237,25 @@ struct Engine::Impl {
     tx_count = 0;
   }
 
+  // ---- completer.cc: zero copy's holds (Engine::hold_payload)
+  // A token names a QP slot, the QP object in it (its hold_epoch) and an SQ
+  // slot: kHoldSlotBits + kHoldEpochBits + 24 bits of QP index (max_qps <= 2^24).
+  static constexpr uint32_t kHoldSlotBits = 21;   // SQ rings hold at most 2^21 slots (max_send_wr <= 2^20)
+  static constexpr uint32_t kHoldEpochBits = 19;
+  uint32_t hold_epochs = 0;  // the last hold_epoch given to a QP object (never 0)
+  uint32_t next_hold_epoch() {
+    hold_epochs = (hold_epochs + 1) & ((1u << kHoldEpochBits) - 1);
+    if (hold_epochs == 0) hold_epochs = 1;
+    return hold_epochs;
+  }
+  static uint64_t hold_token(const Qp& qp, uint32_t wqe) {
+    return uint64_t{qp.index} << (kHoldSlotBits + kHoldEpochBits) | uint64_t{qp.cold.hold_epoch} << kHoldSlotBits | wqe;
+  }
+  // The held count a token names; nullptr (counted) for a stale token. *qp_out: its QP.
+  uint32_t* held_of(uint64_t token, Qp** qp_out, bool allocate);
+  // Completes, in order, the acknowledged WRs whose payload nothing holds.
+  void retire_released(Qp& qp);
+
   // ---- verbs.cc: resources, posting, completions
   Qp* qp_by_num(uint32_t qpn);
   bool pd_live(uint32_t pd) const { return pd != 0 && pd < pds.size() && pds[pd]; }
@@ -316,8 +335,9 @@ struct Engine::Impl {
   // Builds one data frame into the transmit burst (or onto the internal loop);
   // returns its length (without the trailer).
   // `udp_sport`: the UDP source port instead of the template's (spraying); 0: the template's.
+  // `hold`: the token of the WR whose payload it carries (TxFrame::hold), 0: none.
   uint32_t send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload, uint32_t n_payload,
-                      uint32_t payload_len, bool phantom, bool collect, uint16_t udp_sport = 0);
+                      uint32_t payload_len, bool phantom, bool collect, uint16_t udp_sport = 0, uint64_t hold = 0);
   // Where one frame goes besides its template: the per-frame UDP source port
   // (0: the template's) and destination QP, its egress class, the internal loop.
   struct FrameRoute {
@@ -326,6 +346,8 @@ struct Engine::Impl {
     uint32_t dest_qp = kTemplateQp;
     uint8_t priority = 0;
     bool loopback = false;
+    bool transient = false;  // TxFrame::transient
+    uint64_t hold = 0;       // TxFrame::hold
   };
   // send_frame's work for any template: a connected QP's (send_frame) or an
   // address handle's (UD, ud.cc).

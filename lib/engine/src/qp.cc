@@ -326,6 +326,7 @@ std::unique_ptr<Qp> Engine::Impl::new_qp(uint32_t index, uint32_t pd, const QpIn
   c.rq_ring.resize(init.max_recv_wr + 1);
   qp->bind();
   c.inline_buf.resize(size_t{qp->sq_size()} * init.max_inline_data);
+  c.hold_epoch = next_hold_epoch();
   const uint32_t words = cfg.sr_window / 64;
   c.sacked.assign(words, 0);
   c.retx.assign(words, 0);

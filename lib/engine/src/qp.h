@@ -433,6 +433,12 @@ struct QpCold {
   std::vector<uint64_t> retx;
   std::vector<uint64_t> retx_done;
 
+  // Zero copy (Engine::hold_payload): per SQ slot, the frames of its WR whose
+  // payload a host still refers to; allocated at the first hold. hold_epoch
+  // tells this QP's tokens from those of a QP before it in the same slot.
+  std::vector<uint32_t> held;
+  uint32_t hold_epoch = 0;
+
   // Path control and spraying: allocated only while on, so that a QP without
   // them pays a pointer each.
   std::unique_ptr<PathState> path;
@@ -486,6 +492,8 @@ struct Qp : QpHot {
   bool spraying() const { return cold.spray != nullptr && selective(); }
 
   uint32_t sq_size() const { return req.sq_mask + 1; }
+  // Whether a host holds payload of the WR in SQ slot `wqe` (zero copy).
+  bool payload_held(uint32_t wqe) const { return !cold.held.empty() && cold.held[wqe] != 0; }
   uint32_t rq_size() const { return resp.rq_mask + 1; }
   uint8_t* inline_slot(uint32_t wqe) { return cold.inline_buf.data() + size_t{wqe} * cold.init.max_inline_data; }
   // READs and atomics the requester may have outstanding (0 still allows one).

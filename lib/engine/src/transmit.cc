@@ -34,13 +34,14 @@ wire::PathFields Engine::Impl::path_fields(const Qp& qp, uint16_t dodge) const {
 
 uint32_t Engine::Impl::send_frame(Qp& qp, const wire::TransportFields& t, const wire::Segment* payload,
                                   uint32_t n_payload, uint32_t payload_len, bool phantom, bool collect,
-                                  uint16_t udp_sport) {
+                                  uint16_t udp_sport, uint64_t hold) {
   // READ responses answer the peer's requests: they follow its dodge value.
   const wire::Kind kind = wire::opcode_info(t.opcode).kind;
   const bool response = qp.cold.path && (kind == wire::Kind::kReadResponse || kind == wire::Kind::kAtomicAck);
   const wire::HeaderTemplate& hdr = response ? qp.cold.path->resp_hdr : qp.cold.hdr;
   const AhAttr& ah = qp.cold.attr.ah_attr;
-  const FrameRoute route{.udp_sport = udp_sport, .priority = ah.vlan ? ah.pcp : uint8_t{0}, .loopback = qp.loopback};
+  const FrameRoute route{
+      .udp_sport = udp_sport, .priority = ah.vlan ? ah.pcp : uint8_t{0}, .loopback = qp.loopback, .hold = hold};
   return emit_frame(qp, hdr, route, t, payload, n_payload, payload_len, phantom, collect);
 }
 
@@ -82,6 +83,8 @@ uint32_t Engine::Impl::emit_frame(Qp& qp, const wire::HeaderTemplate& hdr, const
   tx.priority = route.priority;
   tx.qp_num = qp.qpn;
   tx.control = false;
+  tx.transient = route.transient;
+  tx.hold = route.hold;
   if (route.loopback) {
     // poll() makes room before a loopback QP's turn; lost only if an answer took it.
     // (The slot was scratch only: it stays free.)

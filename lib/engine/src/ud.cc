@@ -201,6 +201,7 @@ bool Engine::Impl::ud_send_one(Qp& qp) {
       .dest_qp = w.ud_qpn,
       .priority = ah.attr.vlan ? ah.attr.pcp : uint8_t{0},
       .loopback = ah.loopback,
+      .transient = true,  // it completes as it is handed over (below)
   };
   if (ah.loopback && loop_count + 1 > loop.size() && !loop.empty()) loop_deliver();
   emit_frame(qp, ah.hdr, route, t, segs, nseg, w.length, phantom, false);

@@ -162,6 +162,16 @@ class Engine {
   void poll(uint64_t now_ns);
   // The earliest time poll() has something to do; UINT64_MAX when idle.
   uint64_t next_wakeup_ns() const;
+  // Zero copy (TxFrame::hold): a host that still refers to a frame's payload
+  // after transmit_burst() returned holds it, and releases it once its port
+  // has let the buffer go; a send WR completes only when the responder has
+  // acknowledged it and nothing holds its payload (WRs after it wait too:
+  // completions stay in order). Tokens of QPs since destroyed or reset, and
+  // releases without a hold, are counted (stale_releases) and ignored. A QP
+  // that fails flushes its WRs without waiting (IBA: the application learns
+  // of the error at once).
+  void hold_payload(uint64_t token);
+  void release_payload(uint64_t token);
 
   const EngineCounters& counters() const;
   const QpCounters* qp_counters(uint32_t qp_num) const;

@@ -29,6 +29,19 @@ struct TxFrame {
   // The ICRC is the host's to fill in (PacketIo::sums_icrc): the tail holds the
   // pad and room for it. copy_to() or finish_icrc() does it.
   bool icrc_pending = false;
+  // How long the payload segments stay valid once transmit_burst() returns:
+  //   transient    not at all: the work request completes as the frame is
+  //                handed over (UD); a host copies the payload.
+  //   hold != 0    until its work request completes: a host that goes on
+  //                referring to the payload (zero copy: the port reads it
+  //                later) calls Engine::hold_payload(hold) before returning
+  //                and Engine::release_payload(hold) once the port has let it
+  //                go; the completion, which gives the memory back to the
+  //                application, waits for every release.
+  //   otherwise    as long as its memory region (READ responses: no work
+  //                request of this side waits on them).
+  bool transient = false;
+  uint64_t hold = 0;
 
   uint32_t payload_len() const {
     uint32_t n = 0;
@@ -53,7 +66,7 @@ class PacketIo {
   virtual uint32_t tx_space() = 0;
   // Sends n frames (1 <= n <= 32), in order: one call per burst, from inside
   // Engine::poll(). Header and tail bytes must be copied before returning;
-  // payload segments stay valid until the work request completes.
+  // payload segments stay valid as TxFrame::transient and hold say.
   virtual void transmit_burst(uint64_t now_ns, const TxFrame* frames, uint32_t n) = 0;
   // True if the host writes every data frame with TxFrame::copy_to() or
   // finish_icrc(): the engine then leaves the ICRC pending, and a host that

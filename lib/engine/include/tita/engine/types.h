@@ -279,6 +279,8 @@ struct EngineCounters {
   uint64_t arp_failures = 0;       // addresses that never answered
   uint64_t cq_overflows = 0;       // completions that found their CQ full (the CQ is then in error)
   uint64_t rx_fast = 0;            // frames the receive fast path took whole (EngineConfig::fast_path)
+  uint64_t completions_held = 0;   // send WRs acknowledged whose completion then waited for a host's hold
+  uint64_t stale_releases = 0;     // release_payload() for a hold that is gone (QP destroyed or reset)
 };
 
 // A neighbour-table entry (ARP), for tools.
