@@ -153,6 +153,12 @@ TEST_P(DpdkRing, EveryVerbIntact) {
   if (zero_copy) {
     EXPECT_GT(r.host[0]->counters().tx_zero_copy, 0u);
     EXPECT_GT(r.host[1]->counters().rx_linearized, 0u);  // chained mbufs arrive chained over a ring
+    // Every zero-copy frame of a send WR was held until the receiving port
+    // freed it, and every hold came back.
+    EXPECT_GT(r.host[0]->counters().holds_released, 0u);
+    EXPECT_EQ(r.host[0]->holds_out(), 0u);
+    EXPECT_EQ(r.host[0]->counters().tx_holds_full, 0u);
+    EXPECT_EQ(r.ep[0].eng->counters().stale_releases, 0u);
   } else {
     EXPECT_EQ(r.host[0]->counters().tx_zero_copy, 0u);
   }
@@ -161,6 +167,50 @@ TEST_P(DpdkRing, EveryVerbIntact) {
     EXPECT_EQ(r.host[i]->counters().tx_oversize, 0u);
     EXPECT_EQ(r.ep[i].eng->counters().rx_dropped, 0u);
   }
+}
+
+// Zero copy over a real port: a WRITE's frames sent twice (the retransmission
+// timer fired while the receiver was not polling) are still in the receiver's
+// ring, unread, when the first copies' ACK comes back. The WR may not complete
+// then - the port still refers to its memory - but only when the receiver has
+// taken and freed the second copies.
+TEST(DpdkZeroCopy, AWriteCompletesOnlyWhenThePortHasFreedEveryFrameOfIt) {
+  RingPair r;
+  r.options[1].burst = 1;  // the receiver takes one frame per poll
+  dpdk::PortConfig pc;
+  pc.mbufs = 4095;
+  ASSERT_TRUE(r.open({pc, pc}, true, 1 << 20));
+  dpdk::TscClock clock;
+  std::memset(r.ep[0].buf, 0x5a, 16384);
+  ASSERT_EQ(r.post_write(16384), 0);
+  const QpCounters& q = *r.ep[0].eng->qp_counters(r.ep[0].qp);
+  const uint64_t give_up = clock.now_ns() + 5'000'000'000ull;
+  while (q.retransmitted_packets == 0 && clock.now_ns() < give_up) r.host[0]->poll_once(clock.now_ns());
+  ASSERT_GT(q.retransmitted_packets, 0u) << "no retransmission while the receiver slept";
+  const uint64_t copies = q.tx_data_packets;
+  ASSERT_GT(copies, 4u);
+  ASSERT_EQ(r.host[0]->holds_out(), copies) << "every frame is in the receiver's ring, held";
+  // The receiver takes the first four: the WRITE is whole, it acknowledges.
+  for (int i = 0; i < 4; ++i) r.host[1]->poll_once(clock.now_ns());
+  QpInfo info;
+  for (const uint64_t until = clock.now_ns() + 20'000'000; clock.now_ns() < until;) {
+    r.host[0]->poll_once(clock.now_ns());
+    r.ep[0].eng->qp_info(r.ep[0].qp, &info);
+    if (info.snd_una == info.snd_nxt) break;
+  }
+  ASSERT_EQ(info.snd_una, info.snd_nxt) << "the ACK did not come";
+  r.host[0]->poll_once(clock.now_ns());
+  EXPECT_EQ(r.host[0]->holds_out(), copies - 4);
+  WorkCompletion wc;
+  EXPECT_EQ(r.ep[0].eng->poll_cq(r.ep[0].cq, 1, &wc), 0) << "completed while the port held its frames";
+  EXPECT_EQ(r.ep[0].eng->counters().completions_held, 1u);
+  // The receiver takes (and frees) the second copies: now it completes.
+  r.run_for(2'000'000);
+  ASSERT_EQ(r.ep[0].eng->poll_cq(r.ep[0].cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(r.host[0]->holds_out(), 0u);
+  EXPECT_EQ(r.host[0]->counters().holds_released, copies);
+  EXPECT_EQ(std::memcmp(r.ep[0].buf, r.ep[1].buf, 16384), 0);
 }
 
 // A sender whose mempool runs dry (511 mbufs, a receiver that does not poll for

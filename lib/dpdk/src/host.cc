@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -27,12 +28,36 @@ namespace {
 // Payload memory belongs to the application; DPDK must never free it.
 void no_free(void*, void*) {}
 
+// How often, at most, a host with frames held asks the port to free what it
+// has sent (rte_eth_tx_done_cleanup).
+constexpr uint64_t kCleanupEveryNs = 20'000;
+
 rte_iova_t iova_of(const void* p) {
   if (rte_eal_iova_mode() == RTE_IOVA_VA) return reinterpret_cast<uintptr_t>(p);
   return rte_mem_virt2iova(p);
 }
 
 }  // namespace
+
+// The records behind zero-copy frames' holds: one per frame out, taken and
+// given back by the polling thread; the free callback (any thread) only
+// enqueues its record on `released`.
+struct EngineHost::HoldPool {
+  struct Record {
+    rte_mbuf_ext_shared_info shinfo;
+    uint64_t token;
+    HoldPool* pool;
+  };
+  std::vector<Record> records;
+  std::vector<Record*> free;
+  rte_ring* released = nullptr;
+
+  static void on_free(void*, void* opaque) {
+    auto* r = static_cast<Record*>(opaque);
+    rte_ring_mp_enqueue(r->pool->released, r);  // room for every record: never full
+  }
+  uint32_t out() const { return static_cast<uint32_t>(records.size() - free.size()); }
+};
 
 EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& config, const HostOptions& options)
     : port_(port), queue_(queue), options_(options), linear_(16384) {
@@ -47,10 +72,38 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
   pending_.assign(std::bit_ceil(4u * std::max<uint32_t>(options_.burst, 1)), nullptr);
   pending_mask_ = static_cast<uint32_t>(pending_.size()) - 1;
   if (!port_.external_tx_refused().empty()) options_.zero_copy = false;
+  if (options_.zero_copy && options_.hold_records > 0) {
+    static std::atomic<uint32_t> pools{0};
+    const std::string name = "tita_holds" + std::to_string(pools++);
+    rte_ring* ring = rte_ring_create(name.c_str(), options_.hold_records, static_cast<int>(rte_socket_id()),
+                                     RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    if (ring != nullptr) {
+      holds_ = new HoldPool;
+      holds_->released = ring;
+      holds_->records.resize(options_.hold_records);
+      for (HoldPool::Record& r : holds_->records) {
+        r.pool = holds_;
+        r.shinfo.free_cb = HoldPool::on_free;
+        r.shinfo.fcb_opaque = &r;
+        holds_->free.push_back(&r);
+      }
+    }
+    // Without a ring, frames of send WRs are copied (counted in tx_holds_full).
+  }
 }
 
 EngineHost::~EngineHost() {
   for (uint32_t i = 0; i < pending_count(); ++i) rte_pktmbuf_free(pending_at(i));
+  if (holds_ != nullptr) {
+    if (holds_->out() > 0) rte_eth_tx_done_cleanup(port_.id(), queue_, 0);
+    drain_releases();
+    // Frames still in the port (or a ring peer's hands) call back into the
+    // pool when freed: it stays, unreachable but valid, for them.
+    if (holds_->out() == 0) {
+      rte_ring_free(holds_->released);
+      delete holds_;
+    }
+  }
   for (Region& r : regions_) {
     rte_extmem_unregister(r.base, r.len);
     delete r.shinfo;
@@ -91,7 +144,7 @@ const EngineHost::Region* EngineHost::region_of(const void* p, size_t len) const
 uint32_t EngineHost::tx_space() { return static_cast<uint32_t>(pending_.size()) - pending_count(); }
 
 bool EngineHost::zero_copy(const engine::TxFrame& f) const {
-  if (!options_.zero_copy || f.n_payload == 0) return false;
+  if (!options_.zero_copy || f.n_payload == 0 || f.transient) return false;
   for (uint32_t i = 0; i < f.n_payload; ++i) {
     const void* data = f.payload[i].data;
     if (data == nullptr || region_of(data, f.payload[i].len) == nullptr || iova_of(data) == RTE_BAD_IOVA) return false;
@@ -128,7 +181,12 @@ void EngineHost::transmit_burst(uint64_t, const engine::TxFrame* frames, uint32_
 }
 
 bool EngineHost::build(const engine::TxFrame& f, rte_mbuf* m) {
-  if (zero_copy(f)) {
+  bool zc = zero_copy(f);
+  if (zc && f.hold != 0 && (holds_ == nullptr || holds_->free.empty())) [[unlikely]] {
+    zc = false;  // no record to hold it with: copied
+    ++counters_.tx_holds_full;
+  }
+  if (zc) {
     // Headers in the head mbuf, each payload piece as an external buffer, then
     // the tail: the extra mbufs in one call too.
     rte_mbuf* more[engine::TxFrame::kMaxPayloadSegments + 1];
@@ -139,12 +197,26 @@ bool EngineHost::build(const engine::TxFrame& f, rte_mbuf* m) {
       return false;
     }
     std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.hdr_len)), f.hdr, f.hdr_len);
+    // A send WR's payload: its buffers share a record whose release lets the
+    // WR complete; the last of them to be freed hands it back.
+    rte_mbuf_ext_shared_info* held = nullptr;
+    if (f.hold != 0) {
+      HoldPool::Record* rec = holds_->free.back();
+      holds_->free.pop_back();
+      rec->token = f.hold;
+      rte_mbuf_ext_refcnt_set(&rec->shinfo, static_cast<uint16_t>(f.n_payload));
+      engine_->hold_payload(f.hold);
+      held = &rec->shinfo;
+    }
     for (uint32_t i = 0; i < f.n_payload; ++i) {
       rte_mbuf* e = more[i];
       auto* data = const_cast<void*>(f.payload[i].data);
-      const Region* r = region_of(data, f.payload[i].len);
-      rte_mbuf_ext_refcnt_update(r->shinfo, 1);
-      rte_pktmbuf_attach_extbuf(e, data, iova_of(data), static_cast<uint16_t>(f.payload[i].len), r->shinfo);
+      rte_mbuf_ext_shared_info* shinfo = held;
+      if (shinfo == nullptr) {
+        shinfo = region_of(data, f.payload[i].len)->shinfo;
+        rte_mbuf_ext_refcnt_update(shinfo, 1);
+      }
+      rte_pktmbuf_attach_extbuf(e, data, iova_of(data), static_cast<uint16_t>(f.payload[i].len), shinfo);
       e->data_len = static_cast<uint16_t>(f.payload[i].len);
       e->pkt_len = f.payload[i].len;
     }
@@ -296,9 +368,35 @@ void EngineHost::deliver(uint64_t now_ns, rte_mbuf* m) {
   }
 }
 
+void EngineHost::drain_releases() {
+  void* got[64];
+  unsigned n;
+  while ((n = rte_ring_sc_dequeue_burst(holds_->released, got, 64, nullptr)) > 0) {
+    for (unsigned i = 0; i < n; ++i) {
+      auto* r = static_cast<HoldPool::Record*>(got[i]);
+      engine_->release_payload(r->token);
+      holds_->free.push_back(r);
+    }
+    counters_.holds_released += n;
+  }
+}
+
+void EngineHost::cleanup_held(uint64_t now_ns) {
+  if (cleanup_unsupported_ || pending_count() > 0 || now_ns < cleanup_next_ns_) return;
+  cleanup_next_ns_ = now_ns + kCleanupEveryNs;
+  ++counters_.tx_done_cleanups;
+  if (rte_eth_tx_done_cleanup(port_.id(), queue_, 0) == -ENOTSUP) cleanup_unsupported_ = true;
+}
+
+uint32_t EngineHost::holds_out() const { return holds_ != nullptr ? holds_->out() : 0; }
+
 uint32_t EngineHost::poll_once(uint64_t now_ns) {
   ++counters_.polls;
   now_ns_ = now_ns;
+  if (holds_ != nullptr && holds_->out() > 0) {
+    drain_releases();
+    if (holds_->out() > 0) cleanup_held(now_ns);
+  }
   if (now_ns > due_ns_ && now_ns - due_ns_ > kLatePollNs) {
     ++counters_.late_polls;
     counters_.late_ns += now_ns - due_ns_;
@@ -355,6 +453,9 @@ uint32_t EngineHost::poll_once(uint64_t now_ns) {
   engine_->poll(now_ns);
   flush();
   due_ns_ = engine_->next_wakeup_ns();
+  // Held frames come back without the engine's asking: a host that sleeps
+  // until due_ns_ looks again soon.
+  if (holds_ != nullptr && holds_->out() > 0) due_ns_ = std::min(due_ns_, now_ns + kCleanupEveryNs);
   due_in_ns_ = due_ns_ > now_ns ? due_ns_ - now_ns : 0;
   last_poll_tsc_ = rte_rdtsc();
   return n;

@@ -14,6 +14,13 @@
 // payload lies in memory given to register_memory) a header mbuf chained to
 // external-buffer mbufs that point at the payload where it lies, and a tail
 // segment. The ICRC is computed over those pieces without gathering them.
+//
+// A zero-copy frame of a send WR carries a hold (engine::TxFrame::hold): its
+// external buffers share a record whose free callback, run by whoever frees
+// the last of them (this port's transmit path, a NIC's descriptor cleanup, a
+// net_ring peer on another lcore), hands the record back through a
+// multi-producer ring; poll_once() then releases the hold, and the WR's
+// completion, which returns the memory to the application, can come.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +54,9 @@ struct Steering {
 
 struct HostOptions {
   bool zero_copy = true;     // external-buffer payload where possible
+  // Zero-copy frames of send WRs the port may hold at once (each takes a
+  // record until the port frees it); beyond that frames are copied (counted).
+  uint32_t hold_records = 8192;
   uint16_t burst = 32;       // frames per rx/tx burst
   bool port_mac = true;      // source MAC from the port; false: the engine config's
                              // (for ports whose kernel twin owns the port MAC, like net_tap on a bridge)
@@ -73,6 +83,9 @@ struct HostCounters {
   uint64_t tx_frames = 0;
   uint64_t tx_zero_copy = 0;    // frames whose payload went out as external buffers
   uint64_t tx_copied = 0;
+  uint64_t tx_holds_full = 0;   // frames copied: every hold record was out (HostOptions::hold_records)
+  uint64_t holds_released = 0;  // zero-copy frames the port has freed, their holds released
+  uint64_t tx_done_cleanups = 0;  // rte_eth_tx_done_cleanup calls made to free held frames
   uint64_t tx_no_mbuf = 0;      // frames dropped: mempool empty
   uint64_t tx_oversize = 0;     // frames dropped: larger than the port's mbuf data room
                                 // (modify_qp refuses such path MTUs: a bug if ever seen)
@@ -109,6 +122,8 @@ class EngineHost final : public engine::PacketIo {
   // now (0 if not): from another thread (telemetry), a host that is not
   // running at all is seen late before its next poll counts it.
   uint64_t overdue_ns() const;
+  // Zero-copy frames whose external buffers the port has not freed yet.
+  uint32_t holds_out() const;
 
   // Makes [addr, addr+len) transmittable without copying (rte_extmem_register and
   // a DMA mapping for the port's device, where the device needs one). Call it for
@@ -137,6 +152,11 @@ class EngineHost final : public engine::PacketIo {
     rte_mbuf_ext_shared_info* shinfo;
   };
   const Region* region_of(const void* p, size_t len) const;
+  struct HoldPool;  // host.cc
+  void drain_releases();
+  // Frees what the port has done with where it can (rte_eth_tx_done_cleanup),
+  // so that completions waiting on holds come without more transmits.
+  void cleanup_held(uint64_t now_ns);
   bool zero_copy(const engine::TxFrame& f) const;  // its payload can go out where it lies
   // Fills the head mbuf m with frame f (chaining more for zero copy); false:
   // m was freed and the frame counted as dropped.
@@ -162,6 +182,9 @@ class EngineHost final : public engine::PacketIo {
   uint32_t pending_head_ = 0;       // free-running positions
   uint32_t pending_tail_ = 0;
   std::vector<Region> regions_;
+  HoldPool* holds_ = nullptr;       // owned; left to late free callbacks if frames outlive the host
+  uint64_t cleanup_next_ns_ = 0;
+  bool cleanup_unsupported_ = false;
   std::vector<uint8_t> linear_;     // scratch for multi-segment receives
   Steering steering_;               // inbox empty: the only engine on its queue
   HostCounters counters_;
