@@ -139,7 +139,9 @@ int parse_command_line(std::vector<char*>& args, Options* o) {
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--idle-sleep", o->idle_sleep, "sleep while there is nothing to do (processes sharing a core)");
   app.add_flag("--check", o->check, "verify every byte received");
-  app.add_flag("--zero-copy", o->zero_copy, "send payload from registered memory without copying");
+  app.add_flag("--zero-copy,!--no-zero-copy", o->zero_copy,
+               "send payload from registered memory without copying where the port takes external buffers "
+               "(the default; a send completes once the port has freed them); --no-zero-copy: copy it into mbufs");
   app.add_flag("--json", o->json_out, "print the result as one JSON object");
   app.add_option("--engines", o->engines,
                  "engines on the port, one per lcore and queue pair; QP i runs on engine i mod N (EAL's -l must "

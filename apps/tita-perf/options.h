@@ -41,7 +41,7 @@ struct Options {
   uint16_t engines = 1;         // engines on the port, one per lcore and queue pair
   std::vector<unsigned> lcores;  // the lcores of engines 1..engines-1 (main() assigns them)
   bool check = false;
-  bool zero_copy = false;
+  bool zero_copy = true;  // where the port takes external buffers (--no-zero-copy: copy)
   bool json_out = false;
   std::string series;
   double series_interval_us = 1000;

@@ -127,7 +127,7 @@ void Perf::setup_resources() {
   for (Lane& lane : lanes_) {
     Engine& e = lane.engine();
     if (o_.zero_copy && !lane.host->zero_copy_on() && &lane == &lanes_.front()) {
-      std::fprintf(stderr, "tita-perf: --zero-copy: payload copied: %s\n", lane.host->port().external_tx_refused().c_str());
+      std::fprintf(stderr, "tita-perf: zero copy off, payload copied: %s\n", lane.host->port().external_tx_refused().c_str());
     }
     if (o_.zero_copy && lane.host->register_memory(mem_, mem_len_, &err) != 0) die(err);
     lane.pd = e.alloc_pd();

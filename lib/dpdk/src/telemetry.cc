@@ -112,6 +112,10 @@ int cmd_engine(const char*, const char* params, rte_tel_data* d) {
   u64(d, "host_rx_linearized", hc.rx_linearized);
   u64(d, "host_tx_zero_copy", hc.tx_zero_copy);
   u64(d, "host_tx_copied", hc.tx_copied);
+  u64(d, "host_holds_out", h->holds_out());
+  u64(d, "host_holds_released", hc.holds_released);
+  u64(d, "host_tx_holds_full", hc.tx_holds_full);
+  u64(d, "completions_held", c.completions_held);
   u64(d, "host_tx_no_mbuf", hc.tx_no_mbuf);
   u64(d, "host_tx_oversize", hc.tx_oversize);
   u64(d, "host_tx_overrun", hc.tx_overrun);
