@@ -184,6 +184,7 @@ class SimNet {
     }
     // As the DPDK host: the ICRC of data frames summed as they are copied.
     bool sums_icrc() const override { return true; }
+    bool holds_payload() const override { return true; }  // when release_after is set
   };
 
   size_t index(int from, int to) const { return static_cast<size_t>(from) * hosts_.size() + to; }

@@ -68,15 +68,16 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
     cfg.first_qpn = config.first_qpn + steering_.self * steering_.qpn_stride;
     cfg.max_qps = std::min(cfg.max_qps, steering_.qpn_stride);
   }
-  engine_ = std::make_unique<engine::Engine>(cfg, this);
   pending_.assign(std::bit_ceil(4u * std::max<uint32_t>(options_.burst, 1)), nullptr);
   pending_mask_ = static_cast<uint32_t>(pending_.size()) - 1;
   if (!port_.external_tx_refused().empty()) options_.zero_copy = false;
-  if (options_.zero_copy && options_.hold_records > 0) {
+  if (options_.zero_copy) {
     static std::atomic<uint32_t> pools{0};
     const std::string name = "tita_holds" + std::to_string(pools++);
-    rte_ring* ring = rte_ring_create(name.c_str(), options_.hold_records, static_cast<int>(rte_socket_id()),
-                                     RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    rte_ring* ring = options_.hold_records == 0 ? nullptr
+                                                : rte_ring_create(name.c_str(), options_.hold_records,
+                                                                  static_cast<int>(rte_socket_id()),
+                                                                  RING_F_SC_DEQ | RING_F_EXACT_SZ);
     if (ring != nullptr) {
       holds_ = new HoldPool;
       holds_->released = ring;
@@ -88,8 +89,11 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
         holds_->free.push_back(&r);
       }
     }
-    // Without a ring, frames of send WRs are copied (counted in tx_holds_full).
+    // Zero copy without holds would give memory back to the application while
+    // the port still reads it: without the pool, everything is copied.
+    if (holds_ == nullptr) options_.zero_copy = false;
   }
+  engine_ = std::make_unique<engine::Engine>(cfg, this);  // asks holds_payload(): after the pool
 }
 
 EngineHost::~EngineHost() {

@@ -56,6 +56,19 @@ struct Completer {
     qp.comp.sq_head = (qp.comp.sq_head + 1) & mask();
   }
 
+  // Whether the WR in SQ slot i is done once snd_una reaches *una. A READ (or
+  // atomic) still missing responses is not, and bounds *una: the responder
+  // may be past its incomplete part, whose holes detect_holes() finds (the
+  // ACK raised acked_psn).
+  bool acknowledged(uint32_t i, uint32_t* una) const {
+    const SendWqe& w = qp.req.sq[i];
+    if (!w.started) return false;
+    if (!w.needs_response()) return psn_after(*una, w.last_psn());
+    if (w.read_pkts == w.npkts) return true;
+    if (psn_after(*una, psn_add(w.first_psn, w.read_pkts))) *una = psn_add(w.first_psn, w.read_pkts);
+    return false;
+  }
+
   // Acknowledges every request packet up to and including PSN a. Returns the
   // payload bytes newly acknowledged.
   uint64_t acknowledge_through(uint32_t a) {
@@ -63,26 +76,17 @@ struct Completer {
     if (!psn_after(una, qp.comp.snd_una) || psn_after(una, qp.req.snd_max)) return 0;  // old or bogus
     // The WRs it acknowledges retire in order; from the first whose payload a
     // host still holds (zero copy) on they wait for its release
-    // (retire_released), but are walked on for the READ that bounds una.
-    bool waiting = false;
-    for (uint32_t i = qp.comp.sq_head; i != qp.req.sq_tail; i = (i + 1) & mask()) {
-      const SendWqe& w = qp.req.sq[i];
-      if (!w.started) break;
-      if (w.needs_response()) {
-        if (w.read_pkts != w.npkts) {
-          // The responder may be past this READ's incomplete part: the holes
-          // are found by detect_holes() (the ACK raised acked_psn).
-          if (psn_after(una, psn_add(w.first_psn, w.read_pkts))) una = psn_add(w.first_psn, w.read_pkts);
-          break;
+    // (retire_released).
+    for (uint32_t i = qp.comp.sq_head; i != qp.req.sq_tail; i = qp.comp.sq_head) {
+      if (!acknowledged(i, &una)) break;
+      if (qp.comp.holding && qp.cold.held[i] != 0) [[unlikely]] {
+        ++m.counters.completions_held;
+        // Those after it are walked on for the READ that bounds una.
+        for (i = (i + 1) & mask(); i != qp.req.sq_tail && acknowledged(i, &una); i = (i + 1) & mask()) {
         }
-      } else if (!psn_after(una, w.last_psn())) {
         break;
       }
-      if (!waiting && qp.payload_held(i)) [[unlikely]] {
-        waiting = true;
-        ++m.counters.completions_held;
-      }
-      if (!waiting) retire(w);
+      retire(qp.req.sq[i]);
     }
     if (!psn_after(una, qp.comp.snd_una)) return 0;
     const uint32_t old_una = qp.comp.snd_una;
@@ -108,12 +112,10 @@ struct Completer {
 
   // What acknowledge_through() left to the release of a hold.
   void retire_released() {
-    while (qp.comp.sq_head != qp.req.sq_tail && !qp.payload_held(qp.comp.sq_head)) {
-      const SendWqe& w = qp.req.sq[qp.comp.sq_head];
-      const bool done = w.started && (w.needs_response() ? w.read_pkts == w.npkts
-                                                         : psn_after(qp.comp.snd_una, w.last_psn()));
-      if (!done) break;
-      retire(w);
+    uint32_t una = qp.comp.snd_una;
+    while (qp.comp.sq_head != qp.req.sq_tail && !qp.payload_held(qp.comp.sq_head) &&
+           acknowledged(qp.comp.sq_head, &una)) {
+      retire(qp.req.sq[qp.comp.sq_head]);
     }
   }
 
@@ -529,7 +531,11 @@ uint32_t* Engine::Impl::held_of(uint64_t token, Qp** qp_out, bool allocate) {
 
 void Engine::hold_payload(uint64_t token) {
   Qp* qp;
-  if (uint32_t* held = impl_->held_of(token, &qp, true)) ++*held;
+  if (uint32_t* held = impl_->held_of(token, &qp, true)) {
+    ++*held;
+    ++qp->cold.holds;
+    qp->comp.holding = true;
+  }
 }
 
 void Engine::release_payload(uint64_t token) {
@@ -541,6 +547,7 @@ void Engine::release_payload(uint64_t token) {
     ++m.counters.stale_releases;
     return;
   }
+  qp->comp.holding = --qp->cold.holds != 0;
   if (--*held == 0 && qp->state != QpState::kError) {
     m.retire_released(*qp);
     m.settle();

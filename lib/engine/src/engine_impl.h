@@ -179,6 +179,7 @@ struct Engine::Impl {
   EngineConfig cfg;
   PacketIo* io;
   bool host_sums_icrc = false;  // io->sums_icrc(): data frames leave with the ICRC pending
+  bool host_holds = false;      // io->holds_payload(): data frames of send WRs carry hold tokens
   EngineCounters counters;
   uint32_t next_pd = 1;
   std::vector<Mr> mrs;

@@ -187,6 +187,7 @@ std::string Engine::qp_state_text(uint32_t qp_num) const {
   put("req.rereq_count", r.rereq_count);
   const CompState& c = qp.comp;
   put("comp.sq_head", c.sq_head);
+  put("comp.holding", c.holding);
   put("comp.snd_una", c.snd_una);
   put("comp.acked_psn", c.acked_psn);
   put("comp.parts_head", c.parts_head);

@@ -308,6 +308,7 @@ struct CompState {
   uint8_t backoff = 0;
   bool tail_probe = false;  // rto_deadline_ns is a tail-loss probe's (arm_rto)
   bool probed = false;      // a tail-loss probe went since the last progress
+  bool holding = false;     // a host holds frames of its WRs (zero copy: cold.holds, cold.held)
 };
 
 // RTT measured by the completer toward a peer that echoes no telemetry (rxe,
@@ -437,6 +438,7 @@ struct QpCold {
   // payload a host still refers to; allocated at the first hold. hold_epoch
   // tells this QP's tokens from those of a QP before it in the same slot.
   std::vector<uint32_t> held;
+  uint32_t holds = 0;  // their sum (comp.holding: holds != 0)
   uint32_t hold_epoch = 0;
 
   // Path control and spraying: allocated only while on, so that a QP without
@@ -493,7 +495,7 @@ struct Qp : QpHot {
 
   uint32_t sq_size() const { return req.sq_mask + 1; }
   // Whether a host holds payload of the WR in SQ slot `wqe` (zero copy).
-  bool payload_held(uint32_t wqe) const { return !cold.held.empty() && cold.held[wqe] != 0; }
+  bool payload_held(uint32_t wqe) const { return comp.holding && cold.held[wqe] != 0; }
   uint32_t rq_size() const { return resp.rq_mask + 1; }
   uint8_t* inline_slot(uint32_t wqe) { return cold.inline_buf.data() + size_t{wqe} * cold.init.max_inline_data; }
   // READs and atomics the requester may have outstanding (0 still allows one).

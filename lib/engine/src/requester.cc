@@ -307,7 +307,8 @@ void Engine::Impl::send_request(Qp& qp, SendWqe& w, uint32_t psn, bool retransmi
   // requester kept the loss window and go-back-N.
   // Its payload is the application's until the WR completes: a host that
   // sends it where it lies holds it past that (zero copy).
-  const uint64_t hold = nseg > 0 && !phantom ? hold_token(qp, static_cast<uint32_t>(&w - qp.req.sq)) : 0;
+  const uint64_t hold =
+      host_holds && nseg > 0 && !phantom ? hold_token(qp, static_cast<uint32_t>(&w - qp.req.sq)) : 0;
   const uint32_t frame_bytes = send_frame(qp, f, segs, nseg, len, phantom, true, sport, hold);
   ++qp.cold.counters.tx_data_packets;
   qp.cold.counters.tx_payload_bytes += len;

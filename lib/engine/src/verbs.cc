@@ -62,6 +62,7 @@ Engine::Impl::Impl(const EngineConfig& c, PacketIo* io_)
     : cfg(c),
       io(io_),
       host_sums_icrc(io_ != nullptr && io_->sums_icrc()),
+      host_holds(io_ != nullptr && io_->holds_payload()),
       wheel(0, std::max<uint32_t>(64, std::bit_ceil(c.timer_slots)), std::max<uint64_t>(1, c.timer_slot_ns)) {
   cfg.sr_window = std::clamp<uint32_t>(std::bit_ceil(std::max<uint32_t>(cfg.sr_window, 64)), 64, 1024);
   cfg.ack_req_every = std::max<uint32_t>(cfg.ack_req_every, 1);

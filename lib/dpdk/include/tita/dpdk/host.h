@@ -56,6 +56,7 @@ struct HostOptions {
   bool zero_copy = true;     // external-buffer payload where possible
   // Zero-copy frames of send WRs the port may hold at once (each takes a
   // record until the port frees it); beyond that frames are copied (counted).
+  // 0 turns zero copy off.
   uint32_t hold_records = 8192;
   uint16_t burst = 32;       // frames per rx/tx burst
   bool port_mac = true;      // source MAC from the port; false: the engine config's
@@ -144,6 +145,7 @@ class EngineHost final : public engine::PacketIo {
   uint32_t tx_space() override;
   void transmit_burst(uint64_t now_ns, const engine::TxFrame* frames, uint32_t n) override;
   bool sums_icrc() const override { return true; }  // build(): copy_to() or finish_icrc()
+  bool holds_payload() const override { return holds_ != nullptr; }  // zero copy on
 
  private:
   struct Region {

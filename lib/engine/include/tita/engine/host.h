@@ -73,6 +73,10 @@ class PacketIo {
   // copies sums it in the same pass over the payload as its copy. Asked once,
   // when the engine is made.
   virtual bool sums_icrc() const { return false; }
+  // True if the host may hold payload past transmit_burst() (TxFrame::hold):
+  // only then do data frames carry hold tokens. Asked once, when the engine
+  // is made.
+  virtual bool holds_payload() const { return false; }
 };
 
 }  // namespace tita::engine
