@@ -40,8 +40,10 @@ rte_iova_t iova_of(const void* p) {
 }  // namespace
 
 // The records behind zero-copy frames' holds: one per frame out, taken and
-// given back by the polling thread; the free callback (any thread) only
-// enqueues its record on `released`.
+// given back by the polling thread. The free callback puts its record on
+// `freed_here` when it runs inside its own host's poll_once() (the port's
+// transmit path frees what it has sent: memif, vhost, a NIC's cleanup), else
+// (another thread: a net_ring peer) on the multi-producer ring `released`.
 struct EngineHost::HoldPool {
   struct Record {
     rte_mbuf_ext_shared_info shinfo;
@@ -50,14 +52,22 @@ struct EngineHost::HoldPool {
   };
   std::vector<Record> records;
   std::vector<Record*> free;
+  std::vector<Record*> freed_here;  // capacity for every record: never reallocates
   rte_ring* released = nullptr;
+  static thread_local HoldPool* polling;  // the pool whose host this thread is polling
 
   static void on_free(void*, void* opaque) {
     auto* r = static_cast<Record*>(opaque);
-    rte_ring_mp_enqueue(r->pool->released, r);  // room for every record: never full
+    if (r->pool == polling) {
+      r->pool->freed_here.push_back(r);
+    } else {
+      rte_ring_mp_enqueue(r->pool->released, r);  // room for every record: never full
+    }
   }
   uint32_t out() const { return static_cast<uint32_t>(records.size() - free.size()); }
 };
+
+thread_local EngineHost::HoldPool* EngineHost::HoldPool::polling = nullptr;
 
 EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& config, const HostOptions& options)
     : port_(port), queue_(queue), options_(options), linear_(16384) {
@@ -82,6 +92,7 @@ EngineHost::EngineHost(Port& port, uint16_t queue, const engine::EngineConfig& c
       holds_ = new HoldPool;
       holds_->released = ring;
       holds_->records.resize(options_.hold_records);
+      holds_->freed_here.reserve(options_.hold_records);
       for (HoldPool::Record& r : holds_->records) {
         r.pool = holds_;
         r.shinfo.free_cb = HoldPool::on_free;
@@ -373,6 +384,12 @@ void EngineHost::deliver(uint64_t now_ns, rte_mbuf* m) {
 }
 
 void EngineHost::drain_releases() {
+  for (HoldPool::Record* r : holds_->freed_here) {
+    engine_->release_payload(r->token);
+    holds_->free.push_back(r);
+  }
+  counters_.holds_released += holds_->freed_here.size();
+  holds_->freed_here.clear();
   void* got[64];
   unsigned n;
   while ((n = rte_ring_sc_dequeue_burst(holds_->released, got, 64, nullptr)) > 0) {
@@ -397,9 +414,14 @@ uint32_t EngineHost::holds_out() const { return holds_ != nullptr ? holds_->out(
 uint32_t EngineHost::poll_once(uint64_t now_ns) {
   ++counters_.polls;
   now_ns_ = now_ns;
-  if (holds_ != nullptr && holds_->out() > 0) {
-    drain_releases();
-    if (holds_->out() > 0) cleanup_held(now_ns);
+  HoldPool* outer = nullptr;  // hosts polled by one thread, in turn
+  if (holds_ != nullptr) {
+    outer = HoldPool::polling;
+    HoldPool::polling = holds_;
+    if (holds_->out() > 0) {
+      drain_releases();
+      if (holds_->out() > 0) cleanup_held(now_ns);
+    }
   }
   if (now_ns > due_ns_ && now_ns - due_ns_ > kLatePollNs) {
     ++counters_.late_polls;
@@ -457,9 +479,12 @@ uint32_t EngineHost::poll_once(uint64_t now_ns) {
   engine_->poll(now_ns);
   flush();
   due_ns_ = engine_->next_wakeup_ns();
-  // Held frames come back without the engine's asking: a host that sleeps
-  // until due_ns_ looks again soon.
-  if (holds_ != nullptr && holds_->out() > 0) due_ns_ = std::min(due_ns_, now_ns + kCleanupEveryNs);
+  if (holds_ != nullptr) {
+    // Held frames come back without the engine's asking: a host that sleeps
+    // until due_ns_ looks again soon.
+    if (holds_->out() > 0) due_ns_ = std::min(due_ns_, now_ns + kCleanupEveryNs);
+    HoldPool::polling = outer;
+  }
   due_in_ns_ = due_ns_ > now_ns ? due_ns_ - now_ns : 0;
   last_poll_tsc_ = rte_rdtsc();
   return n;
