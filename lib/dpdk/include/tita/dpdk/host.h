@@ -18,9 +18,10 @@
 // A zero-copy frame of a send WR carries a hold (engine::TxFrame::hold): its
 // external buffers share a record whose free callback, run by whoever frees
 // the last of them (this port's transmit path, a NIC's descriptor cleanup, a
-// net_ring peer on another lcore), hands the record back through a
-// multi-producer ring; poll_once() then releases the hold, and the WR's
-// completion, which returns the memory to the application, can come.
+// net_ring peer on another lcore), hands the record back (a list when it runs
+// in this host's poll, else a multi-producer ring); poll_once() then releases
+// the hold, and the WR's completion, which returns the memory to the
+// application, can come.
 #pragma once
 
 #include <cstdint>

@@ -168,8 +168,8 @@ class Engine {
   // acknowledged it and nothing holds its payload (WRs after it wait too:
   // completions stay in order). Tokens of QPs since destroyed or reset, and
   // releases without a hold, are counted (stale_releases) and ignored. A QP
-  // that fails flushes its WRs without waiting (IBA: the application learns
-  // of the error at once).
+  // that fails flushes its WRs without waiting (the application learns of
+  // the error at once).
   void hold_payload(uint64_t token);
   void release_payload(uint64_t token);
 
