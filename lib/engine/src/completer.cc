@@ -79,11 +79,12 @@ struct Completer {
     // (retire_released).
     for (uint32_t i = qp.comp.sq_head; i != qp.req.sq_tail; i = qp.comp.sq_head) {
       if (!acknowledged(i, &una)) break;
-      if (qp.comp.holding && qp.cold.held[i] != 0) [[unlikely]] {
+      if (qp.payload_held(i)) [[unlikely]] {
         ++m.counters.completions_held;
         // Those after it are walked on for the READ that bounds una.
-        for (i = (i + 1) & mask(); i != qp.req.sq_tail && acknowledged(i, &una); i = (i + 1) & mask()) {
-        }
+        do {
+          i = (i + 1) & mask();
+        } while (i != qp.req.sq_tail && acknowledged(i, &una));
         break;
       }
       retire(qp.req.sq[i]);
